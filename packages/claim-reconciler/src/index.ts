@@ -1,0 +1,2 @@
+/** Public API of claim-reconciler: filled in by its own issue. */
+export {};

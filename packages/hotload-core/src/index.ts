@@ -1,0 +1,2 @@
+/** Public API of hotload-core: filled in by its own issue. */
+export {};

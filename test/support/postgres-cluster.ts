@@ -1,0 +1,351 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  chownSync,
+  closeSync,
+  cpSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
+
+/** Options for {@link startCluster}. */
+export interface ClusterOptions {
+  /** Extra `postgresql.conf` settings, e.g. `{ wal_level: 'logical' }`. */
+  settings?: Readonly<Record<string, string | number | boolean>>;
+  /** Superuser password; a random one by default. */
+  superuserPassword?: string;
+}
+
+/** A connection config for `pg` (what `new pg.Client(config)` takes). */
+export interface ConnectionConfig {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+  database: string;
+}
+
+/** Every temp folder this harness creates starts with this, so leftovers can be found. */
+export const CLUSTER_DIR_PREFIX = 'hotload-pg-cluster-';
+const SUPERUSER = 'postgres';
+const READY_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+let binaries: PostgresBinaries | undefined;
+const running = new Set<PostgresCluster>();
+
+/**
+ * One throwaway PostgreSQL server: its own data folder in tmpdir, a free loopback port,
+ * scram-sha-256 for every connection, and a superuser with a known password.
+ *
+ * Start one with {@link startCluster}; always `stop()` it (an `exit` hook and the test
+ * run's global teardown clean up after crashed tests too).
+ */
+export class PostgresCluster {
+  readonly host = '127.0.0.1';
+  #process: ChildProcess | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  #stopped = false;
+  #settings: Readonly<Record<string, string | number | boolean>> = {};
+
+  /** @internal use {@link startCluster} */
+  constructor(
+    readonly dataDir: string,
+    public port: number,
+    readonly superuserPassword: string,
+    readonly binaries: PostgresBinaries,
+    readonly runDir: string,
+  ) {}
+
+  /** Superuser connection config, optionally for another database or user. */
+  connectionConfig(overrides: Partial<ConnectionConfig> = {}): ConnectionConfig {
+    return {
+      host: this.host,
+      port: this.port,
+      user: SUPERUSER,
+      password: this.superuserPassword,
+      database: 'postgres',
+      ...overrides,
+    };
+  }
+
+  /** `postgres://` URI of {@link connectionConfig}. */
+  connectionString(overrides: Partial<ConnectionConfig> = {}): string {
+    const c = this.connectionConfig(overrides);
+    const auth = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}`;
+    return `postgres://${auth}@${c.host}:${c.port}/${encodeURIComponent(c.database)}`;
+  }
+
+  /** Runs one statement as superuser on a short-lived connection. */
+  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    sql: string,
+    params: unknown[] = [],
+    database = 'postgres',
+  ): Promise<pg.QueryResult<R>> {
+    const client = new pg.Client(this.connectionConfig({ database }));
+    await client.connect();
+    try {
+      return await client.query<R>(sql, params);
+    } finally {
+      await client.end();
+    }
+  }
+
+  /** The server's process id, while it runs. */
+  get pid(): number | undefined {
+    return this.#process?.pid;
+  }
+
+  /** Whether the server process is running. */
+  get running(): boolean {
+    return this.#process !== undefined;
+  }
+
+  /** @internal starts the server on the data folder; retries on a port clash. */
+  async launch(
+    settings: Readonly<Record<string, string | number | boolean>> = this.#settings,
+  ): Promise<void> {
+    this.#settings = settings;
+    const logFile = join(this.runDir, 'server.log');
+    const log = openSync(logFile, 'a');
+    const args = ['-D', this.dataDir, '-p', String(this.port)];
+    for (const [key, value] of Object.entries({ ...FAST_THROWAWAY_SETTINGS, ...settings })) {
+      args.push('-c', `${key}=${value}`);
+    }
+    const child = spawn(join(this.binaries.binDir, 'postgres'), args, {
+      stdio: ['ignore', log, log],
+      ...this.binaries.runAs,
+    });
+    closeSync(log);
+    this.#process = child;
+    this.#exited = new Promise((resolve) => child.once('exit', () => resolve()));
+    child.once('exit', () => {
+      if (this.#process === child) this.#process = undefined;
+    });
+    running.add(this);
+    await this.#waitUntilReady(child, logFile);
+  }
+
+  async #waitUntilReady(child: ChildProcess, logFile: string): Promise<void> {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`PostgreSQL exited during start-up:\n${tail(logFile)}`);
+      }
+      if (await this.#acceptsConnections()) return;
+      if (Date.now() > deadline)
+        throw new Error(`PostgreSQL not ready after ${READY_TIMEOUT_MS} ms:\n${tail(logFile)}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  async #acceptsConnections(): Promise<boolean> {
+    const client = new pg.Client({ ...this.connectionConfig(), connectionTimeoutMillis: 1000 });
+    client.on('error', () => {});
+    try {
+      await client.connect();
+      await client.end();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Stops the server and waits for it to exit. `fast` (the default) disconnects clients
+   * and shuts down cleanly; `immediate` is a crash-like stop; `kill` is SIGKILL.
+   */
+  async shutdown(mode: 'fast' | 'immediate' | 'kill' = 'fast'): Promise<void> {
+    const child = this.#process;
+    if (!child) return;
+    const signal = mode === 'fast' ? 'SIGINT' : mode === 'immediate' ? 'SIGQUIT' : 'SIGKILL';
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+    await this.#exited;
+    clearTimeout(timer);
+  }
+
+  /** Stops and starts the server again on the same port and data. */
+  async restart(mode: 'fast' | 'immediate' = 'fast'): Promise<void> {
+    await this.shutdown(mode);
+    await this.launch();
+  }
+
+  /**
+   * Creates a streaming standby of this (primary) server: a base backup taken with the
+   * low-level backup API (the embedded binaries ship no pg_basebackup), a physical
+   * replication slot so no WAL it needs is removed, and `standby.signal`.
+   */
+  async createStandby(): Promise<PostgresCluster> {
+    const standby = await prepareCluster({ superuserPassword: this.superuserPassword }, false);
+    const slot = `standby_${randomBytes(4).toString('hex')}`;
+    await this.query('SELECT pg_create_physical_replication_slot($1, true)', [slot]);
+    const client = new pg.Client(this.connectionConfig());
+    await client.connect();
+    try {
+      await client.query("SELECT pg_backup_start('hotload-standby', true)");
+      copyDataDirectory(this.dataDir, standby.dataDir);
+      const { rows } = await client.query<{ labelfile: string }>(
+        'SELECT labelfile FROM pg_backup_stop(false)',
+      );
+      writeFileSync(join(standby.dataDir, 'backup_label'), rows[0]!.labelfile);
+    } finally {
+      await client.end();
+    }
+    const conninfo = `host=${this.host} port=${this.port} user=${SUPERUSER} password=${this.superuserPassword}`;
+    writeFileSync(join(standby.dataDir, 'standby.signal'), '');
+    writeFileSync(
+      join(standby.dataDir, 'postgresql.auto.conf'),
+      `primary_conninfo = '${conninfo}'\nprimary_slot_name = '${slot}'\n`,
+    );
+    giveToServerUser(standby.runDir, standby.binaries);
+    await standby.launch();
+    return standby;
+  }
+
+  /** Promotes a standby to a primary and waits until it accepts writes. */
+  async promote(): Promise<void> {
+    await this.query('SELECT pg_promote(true, 60)');
+  }
+
+  /** Stops the server and removes its folder. Safe to call more than once. */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    await this.shutdown('fast');
+    running.delete(this);
+    rmSync(this.runDir, { recursive: true, force: true });
+  }
+
+  /** @internal last-resort clean-up from a process `exit` hook: synchronous only. */
+  killNow(): void {
+    this.#process?.kill('SIGKILL');
+    rmSync(this.runDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Settings that make a throwaway server start and write fast. Durability is not needed:
+ * a cluster never outlives its test.
+ */
+const FAST_THROWAWAY_SETTINGS = {
+  listen_addresses: '127.0.0.1',
+  unix_socket_directories: '', // TCP only: no socket file to clean up or collide on
+  fsync: 'off',
+  synchronous_commit: 'off',
+  full_page_writes: 'off',
+  max_connections: 300,
+  shared_buffers: '32MB',
+  max_wal_senders: 10,
+  wal_level: 'replica',
+  hot_standby: 'on',
+  log_min_messages: 'warning',
+};
+
+/** Starts a new throwaway PostgreSQL server. */
+export async function startCluster(options: ClusterOptions = {}): Promise<PostgresCluster> {
+  for (let attempt = 1; ; attempt++) {
+    const cluster = await prepareCluster(options, true);
+    try {
+      await cluster.launch(options.settings);
+      return cluster;
+    } catch (error) {
+      await cluster.stop();
+      // Another process may grab the free port between our probe and the server's bind.
+      if (attempt >= 5 || !String(error).includes('could not bind')) throw error;
+    }
+  }
+}
+
+async function prepareCluster(options: ClusterOptions, initialize: boolean): Promise<PostgresCluster> {
+  binaries ??= locatePostgresBinaries();
+  const runId = process.env.HOTLOAD_TEST_RUN_ID ?? 'adhoc';
+  const runDir = join(tmpdir(), `${CLUSTER_DIR_PREFIX}${runId}-${randomBytes(6).toString('hex')}`);
+  const dataDir = join(runDir, 'data');
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const password = options.superuserPassword ?? randomBytes(18).toString('base64url');
+  const cluster = new PostgresCluster(dataDir, await freePort(), password, binaries, runDir);
+  if (initialize) initializeDataDirectory(cluster, password);
+  return cluster;
+}
+
+function initializeDataDirectory(cluster: PostgresCluster, password: string): void {
+  const passwordFile = join(cluster.runDir, 'superuser-password');
+  writeFileSync(passwordFile, password, { mode: 0o600 });
+  giveToServerUser(cluster.runDir, cluster.binaries);
+  execFileSync(
+    join(cluster.binaries.binDir, 'initdb'),
+    [
+      '-D',
+      cluster.dataDir,
+      '-U',
+      SUPERUSER,
+      '--auth=scram-sha-256',
+      `--pwfile=${passwordFile}`,
+      '-N',
+      '-E',
+      'UTF8',
+      '--locale=C',
+    ],
+    { stdio: 'pipe', ...cluster.binaries.runAs },
+  );
+  rmSync(passwordFile);
+}
+
+function giveToServerUser(path: string, bins: PostgresBinaries): void {
+  if (!bins.runAs) return;
+  const { uid, gid } = bins.runAs;
+  chownSync(path, uid, gid);
+  for (const entry of readdirSync(path, { recursive: true, withFileTypes: false }) as string[]) {
+    chownSync(join(path, entry), uid, gid);
+  }
+}
+
+/** Copies a data folder for a base backup, leaving out what a standby must not inherit. */
+function copyDataDirectory(from: string, to: string): void {
+  const skipped = new Set(['postmaster.pid', 'postmaster.opts']);
+  const emptied = new Set(['pg_wal', 'pg_replslot', 'pg_stat_tmp']);
+  cpSync(from, to, {
+    recursive: true,
+    filter: (source) => {
+      const relative = source.slice(from.length + 1);
+      const [top, ...rest] = relative.split('/');
+      if (skipped.has(relative)) return false;
+      return !(top && emptied.has(top) && rest.length > 0);
+    },
+  });
+  mkdirSync(join(to, 'pg_wal', 'archive_status'), { recursive: true });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    return '(no server log)';
+  }
+}
+
+// A test that crashes or a worker that exits early must not leave servers behind.
+process.once('exit', () => {
+  for (const cluster of running) cluster.killNow();
+});
