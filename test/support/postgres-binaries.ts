@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
@@ -68,7 +69,8 @@ function unprivilegedUser(): { uid: number; gid: number } {
 
 function copyForUnprivilegedUser(binDir: string): string {
   const installDir = dirname(binDir);
-  const cacheDir = join(tmpdir(), `hotload-pg-binaries-${Buffer.from(installDir).toString('base64url')}`);
+  const installId = createHash('sha256').update(installDir).digest('hex').slice(0, 12);
+  const cacheDir = join(tmpdir(), `hotload-pg-binaries-${installId}`);
   if (existsSync(join(cacheDir, 'bin', 'postgres'))) return join(cacheDir, 'bin');
   // Copy to a private name, then rename: parallel test workers may race here, and a
   // rename is atomic, so no worker ever sees a half-copied folder.
