@@ -1,0 +1,24 @@
+import type { ConnectionConfig } from './config.js';
+
+/** A real change of a watched source: emitted only when the fingerprint changed. */
+export interface ChangeEvent {
+  /** The fingerprint of the config this one replaces (undefined if there was none). */
+  readonly previousFingerprint: string | undefined;
+  /** The new, validated config. */
+  readonly config: ConnectionConfig;
+  /** ms since epoch: the newest mtime among the files read (when the file changed). */
+  readonly changedAt: number;
+  /** ms since epoch: when the watcher saw the first file-system event of this change. */
+  readonly detectedAt: number;
+  /** ms since epoch: when the change event was emitted. */
+  readonly emittedAt: number;
+}
+
+/** Options of a `SourceWatcher`. */
+export interface SourceWatcherOptions {
+  /**
+   * Bursts of file-system events within this many ms are read once. Default 10: the
+   * kubelet's swap is a handful of events within a millisecond or two.
+   */
+  debounceMillis?: number;
+}

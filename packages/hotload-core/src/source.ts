@@ -1,0 +1,26 @@
+import type { ConnectionConfig } from './config.js';
+
+/** The kinds of connection source hotload-core knows. */
+export type SourceKind = 'secret-directory' | 'dsn-file' | 'merged-directories' | 'libpq-env';
+
+/**
+ * Something that yields a {@link ConnectionConfig}. Sources are cheap, stateless readers:
+ * every `read()` reads everything again. The watcher decides when to call it.
+ */
+export interface ConnectionSource {
+  readonly kind: SourceKind;
+  /** Human-readable, secret-free description (paths), for logs and metric labels. */
+  readonly description: string;
+  /** Paths the watcher must watch (directories or files). */
+  readonly watchPaths: readonly string[];
+  /** Reads and validates now. Rejects with a SourceError, never with anything else. */
+  read(): Promise<ConnectionConfig>;
+}
+
+/** Declarative form accepted by `createSource()` and by hotload-pg's `hotload.source` option. */
+export type SourceSpec =
+  | { readonly secretDirectory: string }
+  | { readonly dsnFile: string }
+  /** Merged: later directories override earlier ones, key by key. */
+  | { readonly directories: readonly string[] }
+  | { readonly libpqEnv: true; readonly env?: NodeJS.ProcessEnv };
