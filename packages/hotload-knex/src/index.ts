@@ -1,2 +1,14 @@
-/** Public API of hotload-knex: filled in by its own issue. */
-export {};
+/** Public API of hotload-knex: Knex on a hotload source. */
+export { createHotloadKnex, type HotloadKnex } from './create-hotload-knex.js';
+export { DrainTimeoutError } from './errors.js';
+export {
+  type DrainedEvent,
+  type ForceClosedEvent,
+  type GenerationTarget,
+  type HotloadKnexEventMap,
+  HotloadKnexEvents,
+  type SwitchEvent,
+  type VerifyFailedEvent,
+} from './events.js';
+export { type HotloadKnexConfig, HotloadPgClient } from './hotload-pg-client.js';
+export type { HotloadKnexOptions } from './options.js';

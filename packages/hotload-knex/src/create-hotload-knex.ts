@@ -1,0 +1,31 @@
+import knex, { type Knex } from 'knex';
+import type { HotloadKnexEvents } from './events.js';
+import { type HotloadKnexConfig, HotloadPgClient } from './hotload-pg-client.js';
+
+/** A Knex instance on a hotload source, with its switch and drain events at `hotload`. */
+export type HotloadKnex<TRecord extends {} = Record<string, unknown>, TResult = unknown[]> = Knex<
+  TRecord,
+  TResult
+> & {
+  /** Switch and drain events and the current generation (same object as `knex.client.hotload`). */
+  readonly hotload: HotloadKnexEvents;
+};
+
+/**
+ * Builds a Knex instance on {@link HotloadPgClient} and waits until the source has been
+ * read and is being watched, so a broken source fails here (with a `SourceError`)
+ * rather than on the first query.
+ */
+export async function createHotloadKnex<TRecord extends {} = Record<string, unknown>, TResult = unknown[]>(
+  config: Omit<HotloadKnexConfig, 'client'>,
+): Promise<HotloadKnex<TRecord, TResult>> {
+  const instance = knex<TRecord, TResult>({ ...config, client: HotloadPgClient } as Knex.Config);
+  const client = instance.client as HotloadPgClient;
+  try {
+    await client.hotload.ready;
+  } catch (error) {
+    await instance.destroy();
+    throw error;
+  }
+  return Object.assign(instance, { hotload: client.hotload });
+}

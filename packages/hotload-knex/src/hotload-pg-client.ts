@@ -1,0 +1,223 @@
+import {
+  type ChangeEvent,
+  type ConnectionConfig,
+  createSource,
+  type SourceError,
+  SourceWatcher,
+} from 'hotload-core';
+import type { Knex } from 'knex';
+import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
+import { ConnectionGenerations } from './connection-generations.js';
+import { DrainTimeoutError } from './errors.js';
+import { HotloadKnexEvents, targetOf } from './events.js';
+import {
+  type HotloadKnexOptions,
+  type ResolvedHotloadKnexOptions,
+  resolveHotloadKnexOptions,
+} from './options.js';
+import { type PgSettings, pgSettingsFor } from './pg-settings.js';
+import { destroyIdleResources } from './tarn-idle-eviction.js';
+import { VerifiedConfigSwitcher } from './verified-config-switcher.js';
+import { type PgClientConstructor, verifyPgSettings } from './verify-pg-settings.js';
+
+// Typed as the base Knex client, which is what Knex's PostgreSQL client class looks like
+// from outside; keeps Knex's untyped internals out of our declaration files.
+const ClientPg: typeof Knex.Client = ClientPgModule;
+
+/** A Knex config for {@link HotloadPgClient}: Knex's own options plus `hotload`. */
+export interface HotloadKnexConfig extends Omit<Knex.Config, 'client' | 'connection'> {
+  /** Set by {@link createHotloadKnex}; give `HotloadPgClient` when calling `knex()` yourself. */
+  client?: typeof HotloadPgClient;
+  /**
+   * Optional static pg settings (e.g. `ssl: { ca }`, `statement_timeout`). The source's
+   * host, port, user, password, database, SSL mode and libpq parameters override them.
+   */
+  connection?: Knex.PgConnectionConfig;
+  /** Where the connection comes from and how switches behave. */
+  hotload: HotloadKnexOptions;
+}
+
+/** The raw connection Knex's pg client pools: a `pg.Client`, seen through what we touch. */
+interface PgRawConnection {
+  end(): Promise<void>;
+  __knex__disposed?: unknown;
+  /** pg's wire connection; its socket is destroyed to force-close with our error. */
+  connection?: { stream?: { destroy(error?: Error): void } };
+}
+
+/**
+ * Knex's PostgreSQL client, reading its connection from a hotload source.
+ *
+ * Use it as Knex's `client` option (`knex({ client: HotloadPgClient, hotload: { source } })`)
+ * or through {@link createHotloadKnex}. On a verified change of the source, connections
+ * opened from then on use the new config; the previous generation drains from Knex's own
+ * pool: idle connections are destroyed at once, connections in use (queries, transactions,
+ * streams) are destroyed when released, and after `drainTimeoutMillis` those still in use
+ * are closed with a {@link DrainTimeoutError}. `knex.destroy()` also stops watching.
+ */
+export class HotloadPgClient extends ClientPg {
+  /** Switch and drain events and the current generation. */
+  readonly hotload: HotloadKnexEvents;
+
+  readonly #options: ResolvedHotloadKnexOptions;
+  readonly #watcher: SourceWatcher;
+  readonly #generations: ConnectionGenerations<PgRawConnection>;
+  readonly #staticSettings: Readonly<Record<string, unknown>>;
+  #switcher: VerifiedConfigSwitcher | undefined;
+  #closed = false;
+
+  constructor(config: HotloadKnexConfig) {
+    if (typeof config.connection === 'function' || typeof config.connection === 'string') {
+      throw new TypeError(
+        'hotload-knex: `connection` may only hold static pg settings; the hotload source provides the rest',
+      );
+    }
+    super(config as Knex.Config);
+    this.#options = resolveHotloadKnexOptions(config.hotload);
+    this.#staticSettings = { ...(config.connection ?? {}) };
+    this.#generations = new ConnectionGenerations<PgRawConnection>(this.#options.drainTimeoutMillis, {
+      drained: (generation) => this.hotload.emit('drained', { generation }),
+      drainTimedOut: (generation, connections) => this.#forceClose(generation, connections),
+    });
+    const source = createSource(this.#options.source);
+    this.#watcher = new SourceWatcher(
+      source,
+      this.#options.debounceMillis === undefined ? {} : { debounceMillis: this.#options.debounceMillis },
+    );
+    const ready = this.#start(source.description);
+    // Failures surface through `ready` and every connection attempt, never as an unhandled rejection.
+    ready.catch(() => {});
+    this.hotload = new HotloadKnexEvents(ready);
+    // Knex only builds the pool when `connection` is given; the source is our connection.
+    if (!this.driver) this.initializeDriver();
+    if (!this.pool && config.pool?.max !== 0) this.initializePool(this.config);
+  }
+
+  async #start(sourceDescription: string): Promise<ConnectionConfig> {
+    this.#watcher.on('error', (error: SourceError) => this.hotload.emit('sourceError', error));
+    const initial = await this.#watcher.start();
+    this.#useConfig(initial);
+    this.#switcher = new VerifiedConfigSwitcher(
+      {
+        verify: (config) =>
+          verifyPgSettings(this.#driver(), this.#settingsFor(config), this.#options.verifyTimeoutMillis),
+        apply: (change) => this.#switchTo(change, sourceDescription),
+        failed: (change, error, attempt, retryInMillis) =>
+          this.hotload.emit('verifyFailed', { ...targetOf(change.config), error, attempt, retryInMillis }),
+      },
+      { initialMillis: this.#options.retryInitialDelayMillis, maxMillis: this.#options.retryMaxDelayMillis },
+      initial.fingerprint,
+    );
+    this.#watcher.on('change', (change) => this.#switcher?.offer(change));
+    if (this.#closed) await this.#watcher.close();
+    return initial;
+  }
+
+  /** Makes `config` the one new connections use and starts a generation for it. */
+  #useConfig(config: ConnectionConfig): number {
+    this.connectionSettings = this.#settingsFor(config);
+    const generation = this.#generations.advance();
+    this.hotload.setCurrent(generation, config);
+    return generation;
+  }
+
+  #switchTo(change: ChangeEvent, sourceDescription: string): void {
+    if (this.#closed) return;
+    const previousGeneration = this.#generations.current;
+    const generation = this.#useConfig(change.config);
+    this.hotload.emit('switch', {
+      ...targetOf(change.config),
+      generation,
+      previousGeneration,
+      source: sourceDescription,
+      detectedAt: change.detectedAt,
+      switchedAt: Date.now(),
+    });
+    this.#destroyStaleIdle();
+  }
+
+  #settingsFor(config: ConnectionConfig): PgSettings {
+    return pgSettingsFor(this.#staticSettings, config);
+  }
+
+  #driver(): PgClientConstructor {
+    return this.driver as PgClientConstructor;
+  }
+
+  #destroyStaleIdle(): void {
+    destroyIdleResources(this.pool, (connection) => this.#generations.isStale(connection as PgRawConnection));
+  }
+
+  #forceClose(generation: number, connections: readonly PgRawConnection[]): void {
+    const error = new DrainTimeoutError(generation, this.#options.drainTimeoutMillis);
+    for (const connection of connections) {
+      connection.__knex__disposed = error;
+      // Destroying the socket with our error hands that error to the holder's query;
+      // `end()` would report pg's generic "Connection terminated".
+      if (connection.connection?.stream) connection.connection.stream.destroy(error);
+      else void connection.end().catch(() => {});
+    }
+    this.hotload.emit('forceClosed', { generation, connections: connections.length });
+  }
+
+  /**
+   * Opens a raw connection with the current generation's settings (Knex calls it whenever
+   * its pool grows). If a switch happens while it connects, the connection is thrown
+   * away, or the failure retried, with the new settings.
+   */
+  override async acquireRawConnection(): Promise<unknown> {
+    await this.hotload.ready;
+    for (;;) {
+      const generation = this.#generations.current;
+      let connection: PgRawConnection;
+      try {
+        connection = (await super.acquireRawConnection()) as PgRawConnection;
+      } catch (error) {
+        if (generation !== this.#generations.current && !this.#closed) continue;
+        throw error;
+      }
+      if (generation === this.#generations.current || this.#closed) {
+        this.#generations.add(connection, generation);
+        return connection;
+      }
+      await connection.end().catch(() => {});
+    }
+  }
+
+  override async destroyRawConnection(connection: unknown): Promise<void> {
+    try {
+      await super.destroyRawConnection(connection);
+    } finally {
+      this.#generations.remove(connection as PgRawConnection);
+    }
+  }
+
+  /** Knex asks this on every acquire: a retired generation's connection is refused (and destroyed). */
+  override validateConnection(connection: unknown): Promise<boolean> {
+    // Knex awaits this inside its own async validate, so a plain boolean is enough and
+    // spares a promise per query; Knex's typings just say Promise.
+    return !this.#generations.isStale(connection as PgRawConnection) as unknown as Promise<boolean>;
+  }
+
+  /** Returns a connection to the pool; one of a retired generation is destroyed instead. */
+  override releaseConnection(connection: unknown): Promise<void> {
+    const released = super.releaseConnection(connection) as Promise<void>;
+    if (this.#generations.isStale(connection as PgRawConnection)) this.#destroyStaleIdle();
+    return released;
+  }
+
+  /** Stops watching the source, then destroys the pool (every generation) as Knex does. */
+  override async destroy(callback?: (error?: unknown) => void): Promise<void> {
+    this.#closed = true;
+    this.#switcher?.close();
+    try {
+      await this.#watcher.close();
+    } finally {
+      try {
+        await super.destroy(callback);
+      } finally {
+        this.#generations.close();
+      }
+    }
+  }
+}

@@ -1,0 +1,60 @@
+import type { ConnectionSource, SourceSpec } from 'hotload-core';
+
+/** The `hotload` block of a Knex config handled by {@link HotloadPgClient}. */
+export interface HotloadKnexOptions {
+  /** Where the connection config comes from (a secret directory, DSN file, ...). */
+  source: SourceSpec | ConnectionSource;
+  /**
+   * How long a retired generation's connections that are still in use (an open
+   * transaction, a long query, a stream) may keep running after a switch before they are
+   * force-closed with a {@link DrainTimeoutError}. Default 30 000 ms.
+   */
+  drainTimeoutMillis?: number;
+  /** Time limit for verifying a new config (connect + `SELECT 1`). Default 10 000 ms. */
+  verifyTimeoutMillis?: number;
+  /** First retry delay after a failed verification; doubles on each failure. Default 100 ms. */
+  retryInitialDelayMillis?: number;
+  /** Upper bound of the retry delay. Default 5 000 ms. */
+  retryMaxDelayMillis?: number;
+  /** Passed to the source watcher: bursts of file events within this window are read once. */
+  debounceMillis?: number;
+}
+
+/** {@link HotloadKnexOptions} with every default filled in. */
+export interface ResolvedHotloadKnexOptions {
+  readonly source: SourceSpec | ConnectionSource;
+  readonly drainTimeoutMillis: number;
+  readonly verifyTimeoutMillis: number;
+  readonly retryInitialDelayMillis: number;
+  readonly retryMaxDelayMillis: number;
+  readonly debounceMillis: number | undefined;
+}
+
+/** Fills in defaults and rejects values that would make the switch machinery misbehave. */
+export function resolveHotloadKnexOptions(
+  options: HotloadKnexOptions | undefined,
+): ResolvedHotloadKnexOptions {
+  if (!options || typeof options !== 'object' || !options.source) {
+    throw new TypeError('hotload-knex: the Knex config needs `hotload: { source }`');
+  }
+  const resolved = {
+    source: options.source,
+    drainTimeoutMillis: options.drainTimeoutMillis ?? 30_000,
+    verifyTimeoutMillis: options.verifyTimeoutMillis ?? 10_000,
+    retryInitialDelayMillis: options.retryInitialDelayMillis ?? 100,
+    retryMaxDelayMillis: options.retryMaxDelayMillis ?? 5_000,
+    debounceMillis: options.debounceMillis,
+  };
+  for (const name of [
+    'drainTimeoutMillis',
+    'verifyTimeoutMillis',
+    'retryInitialDelayMillis',
+    'retryMaxDelayMillis',
+  ] as const) {
+    const value = resolved[name];
+    if (!Number.isFinite(value) || value < 0) {
+      throw new RangeError(`hotload-knex: hotload.${name} must be a non-negative number`);
+    }
+  }
+  return resolved;
+}
