@@ -1,2 +1,16 @@
-/** Public API of hotload-pg: filled in by its own issue. */
-export {};
+/**
+ * hotload-pg: a drop-in `pg.Pool` that follows rotating credentials, and a pg-compatible
+ * module object for libraries that take "the pg module" (TypeORM's `driver` option).
+ */
+export { ForceClosedError, RedactedError, redactError } from './errors.js';
+export type {
+  DrainedEvent,
+  ForceClosedEvent,
+  PoolEvents,
+  SourceErrorEvent,
+  SwitchEvent,
+  VerifyFailedEvent,
+} from './events.js';
+export type { HotloadOptions, PoolConfig } from './options.js';
+export { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
+export { Pool } from './pool.js';

@@ -1,0 +1,46 @@
+/**
+ * Thrown to (or passed to the callback of) the holder of a client that a retired
+ * generation closed after `drainTimeoutMillis`. Names the generation and the timeout,
+ * never a credential.
+ */
+export class ForceClosedError extends Error {
+  override readonly name = 'ForceClosedError';
+  /** Stable code, for `err.code` checks like pg's own errors. */
+  readonly code = 'HOTLOAD_FORCE_CLOSED';
+
+  constructor(
+    readonly generation: number,
+    readonly drainTimeoutMillis: number,
+  ) {
+    super(
+      `hotload-pg: client of generation ${generation} was force-closed: the credentials changed and ` +
+        `it was still checked out ${drainTimeoutMillis} ms (drainTimeoutMillis) after the switch`,
+    );
+  }
+}
+
+/** An error copied without anything that could carry a secret: only name, message and code. */
+export class RedactedError extends Error {
+  constructor(
+    message: string,
+    override readonly name: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Copies `error` keeping only its name, message and code, with every occurrence of each
+ * secret in the message replaced by `[redacted]`. Used for every error that leaves the
+ * pool in an event: pg errors can carry the client, its config or a cause chain.
+ */
+export function redactError(error: unknown, secrets: ReadonlyArray<string | undefined>): RedactedError {
+  const source = error instanceof Error ? error : new Error(String(error));
+  let message = source.message;
+  for (const secret of secrets) {
+    if (secret) message = message.split(secret).join('[redacted]');
+  }
+  const code = (source as { code?: unknown }).code;
+  return new RedactedError(message, source.name, typeof code === 'string' ? code : undefined);
+}

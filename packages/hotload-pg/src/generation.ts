@@ -1,0 +1,163 @@
+import pg from 'pg';
+import { ForceClosedError } from './errors.js';
+import { forceCloseClient, isForceClosed } from './force-close.js';
+
+/** Callback of a checkout: pg.Pool's `connect` callback shape. */
+export type CheckoutCallback = (
+  err: Error | undefined,
+  client: pg.PoolClient | undefined,
+  release: (err?: Error | boolean) => void,
+) => void;
+
+/** How a generation's close went. */
+export interface GenerationClosed {
+  /** From the start of the close to its last client gone. */
+  readonly closeMillis: number;
+  /** Clients closed under their holders after the drain timeout (0 if none). */
+  readonly forceClosed: number;
+}
+
+const noop = (): void => {};
+
+/** What a generation tells the pool that owns it. */
+export interface GenerationHooks {
+  /** After each checkout ends (released or failed), so waiters can be served. */
+  onCheckin(generation: Generation): void;
+  /** Once the generation's pool has closed its last client. */
+  onClosed(generation: Generation): void;
+}
+
+/**
+ * One generation: one real `pg.Pool` built from one connection config, plus what the
+ * hotload pool needs around it: how many checkouts it owes (so the hotload pool never
+ * lets requests queue inside it), which clients are checked out (so a drain can
+ * force-close them) and its close/drain logic.
+ */
+export class Generation {
+  /** The generation's own pool; queries run on its clients. */
+  readonly pool: pg.Pool;
+  /** pg-pool's `max`: never more checkouts than this are asked of {@link pool}. */
+  readonly max: number;
+  /** Checkouts asked of this generation and not yet given back (connecting ones included). */
+  outstanding = 0;
+  /** Checked-out clients and pg-pool's release function of each. */
+  readonly #checkedOut = new Map<pg.PoolClient, (err?: Error | boolean) => void>();
+  #closing: Promise<GenerationClosed> | undefined;
+  #forceClosedError: ForceClosedError | undefined;
+
+  /**
+   * @param id increasing generation number, used in events and errors
+   * @param fingerprint fingerprint of the source config, `undefined` when built from pg options
+   * @param config options of the generation's `pg.Pool` (its `Client` option picks the client class)
+   * @param hooks what the owning pool wants to hear about
+   */
+  constructor(
+    readonly id: number,
+    readonly fingerprint: string | undefined,
+    config: pg.PoolConfig,
+    private readonly hooks: GenerationHooks,
+  ) {
+    this.pool = new pg.Pool(config);
+    this.max = this.pool.options.max;
+  }
+
+  /** True while a checkout would not have to wait inside the generation's pool. */
+  hasCapacity(): boolean {
+    return this.outstanding < this.max;
+  }
+
+  /** Checked-out client count (for the hotload pool's metrics). */
+  get checkedOut(): number {
+    return this.#checkedOut.size;
+  }
+
+  /** Checks a client out of this generation; the caller must have checked {@link hasCapacity}. */
+  checkout(callback: CheckoutCallback): void {
+    this.outstanding++;
+    this.pool.connect((err, client, pgRelease) => {
+      if (err !== undefined || client === undefined) {
+        this.#checkedIn();
+        callback(err ?? new Error('hotload-pg: checkout returned no client'), undefined, noop);
+        return;
+      }
+      const release = this.#releaseOnce(client, pgRelease);
+      client.release = release;
+      this.#checkedOut.set(client, pgRelease);
+      if (this.#forceClosedError !== undefined) {
+        // Connected after this generation's drain timeout ran out: refuse it at once.
+        release(true);
+        callback(this.#forceClosedError, undefined, noop);
+        return;
+      }
+      callback(undefined, client, release);
+    });
+  }
+
+  #releaseOnce(client: pg.PoolClient, pgRelease: (err?: Error | boolean) => void) {
+    let released = false;
+    return (err?: Error | boolean): void => {
+      if (released) {
+        // The holder of a force-closed client may still call release(): that is expected.
+        if (isForceClosed(client)) return;
+        throw new Error('Release called on client which has already been released to the pool.');
+      }
+      released = true;
+      // A force-closed client goes back to pg-pool from forceCloseAll, once its socket is gone.
+      if (!isForceClosed(client)) this.#giveBack(client, pgRelease, err);
+    };
+  }
+
+  #giveBack(client: pg.PoolClient, pgRelease: (err?: Error | boolean) => void, err?: Error | boolean): void {
+    this.#checkedOut.delete(client);
+    pgRelease(err);
+    this.#checkedIn();
+  }
+
+  #checkedIn(): void {
+    this.outstanding--;
+    this.hooks.onCheckin(this);
+  }
+
+  /**
+   * Closes the generation: idle clients at once, checked-out ones when released
+   * (pg-pool's own `end()`), resolving when the last one is gone. With
+   * `drainTimeoutMillis`, whatever is still checked out by then is force-closed with a
+   * {@link ForceClosedError} and `onForceClosed` is told how many. Idempotent.
+   */
+  close(drainTimeoutMillis?: number, onForceClosed?: (clients: number) => void): Promise<GenerationClosed> {
+    this.#closing ??= this.#close(drainTimeoutMillis, onForceClosed);
+    return this.#closing;
+  }
+
+  async #close(
+    drainTimeoutMillis: number | undefined,
+    onForceClosed: ((clients: number) => void) | undefined,
+  ): Promise<GenerationClosed> {
+    const started = performance.now();
+    let forceClosed = 0;
+    const timer =
+      drainTimeoutMillis === undefined
+        ? undefined
+        : setTimeout(() => {
+            forceClosed = this.#forceCloseAll(drainTimeoutMillis);
+            onForceClosed?.(forceClosed);
+          }, drainTimeoutMillis);
+    // pg-pool serves a checkout that found an idle client on the next tick; ending the
+    // pool before that tick would strand it. setImmediate runs after those ticks.
+    await new Promise((resolve) => setImmediate(resolve));
+    await this.pool.end();
+    clearTimeout(timer);
+    this.hooks.onClosed(this);
+    return { closeMillis: performance.now() - started, forceClosed };
+  }
+
+  #forceCloseAll(drainTimeoutMillis: number): number {
+    const error = new ForceClosedError(this.id, drainTimeoutMillis);
+    this.#forceClosedError = error;
+    const clients = [...this.#checkedOut];
+    for (const [client, pgRelease] of clients) {
+      forceCloseClient(client, error, () => this.#giveBack(client, pgRelease, error));
+    }
+    return clients.length;
+  }
+}

@@ -1,0 +1,46 @@
+import type { ConnectionSource, SourceSpec, SourceWatcherOptions } from 'hotload-core';
+import type pg from 'pg';
+
+/** The hotload part of a {@link PoolConfig}: where the connection comes from and how switches go. */
+export interface HotloadOptions {
+  /**
+   * Where the connection config comes from (secret directory, DSN file, merged
+   * directories, libpq environment, or any `ConnectionSource`). It is watched; every
+   * real change switches the pool to a new generation. Without it, the pool connects with
+   * the pg options and switches only when `switchTo()` is called.
+   */
+  source?: SourceSpec | ConnectionSource;
+  /** How long a retired generation's checked-out clients may finish before being force-closed. Default 30 000. */
+  drainTimeoutMillis?: number;
+  /** First delay between verify attempts of a new config that fails. Default 100. */
+  verifyRetryInitialMillis?: number;
+  /** Cap of the (exponential, jittered) delay between verify attempts. Default 5 000. */
+  verifyRetryMaxMillis?: number;
+  /** A verify attempt that has not connected and answered `SELECT 1` by then fails. Default 10 000. */
+  verifyTimeoutMillis?: number;
+  /** Options of the source watcher (debounce). */
+  watcher?: SourceWatcherOptions;
+}
+
+/** `pg.PoolConfig` plus the optional `hotload` options. */
+export interface PoolConfig extends pg.PoolConfig {
+  hotload?: HotloadOptions | undefined;
+}
+
+/** {@link HotloadOptions} with every default applied. */
+export interface ResolvedSwitchOptions {
+  readonly drainTimeoutMillis: number;
+  readonly verifyRetryInitialMillis: number;
+  readonly verifyRetryMaxMillis: number;
+  readonly verifyTimeoutMillis: number;
+}
+
+/** Applies the defaults of {@link HotloadOptions}. */
+export function resolveSwitchOptions(options: HotloadOptions | undefined): ResolvedSwitchOptions {
+  return {
+    drainTimeoutMillis: options?.drainTimeoutMillis ?? 30_000,
+    verifyRetryInitialMillis: options?.verifyRetryInitialMillis ?? 100,
+    verifyRetryMaxMillis: options?.verifyRetryMaxMillis ?? 5_000,
+    verifyTimeoutMillis: options?.verifyTimeoutMillis ?? 10_000,
+  };
+}

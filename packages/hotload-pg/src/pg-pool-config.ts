@@ -1,0 +1,99 @@
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import type pg from 'pg';
+
+/**
+ * The connection fields hotload-pg reads from a source's config. hotload-core's
+ * `ConnectionConfig` has this shape; anything else with it (e.g. built in code) works too.
+ */
+export interface ConnectionSettings {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** Read only when a generation is built; never copied into events or errors. */
+  readonly password: string | undefined;
+  readonly database: string;
+  /** libpq sslmode (`disable`, `allow`, `prefer`, `require`, `verify-ca`, `verify-full`, `no-verify`). */
+  readonly sslmode: string | undefined;
+  /** Other libpq parameters (`application_name`, `options`, `connect_timeout`, `sslrootcert`, ...). */
+  readonly params: Readonly<Record<string, string>>;
+  /** Hash of the whole config, password included: equal configs, equal fingerprints. */
+  readonly fingerprint: string;
+}
+
+/** pg options that say *where and as whom* to connect: the source replaces all of them. */
+const CONNECTION_FIELDS = [
+  'connectionString',
+  'host',
+  'port',
+  'user',
+  'password',
+  'database',
+  'ssl',
+] as const;
+
+/** libpq parameters that pg's Client understands under the same name. */
+const PASS_THROUGH_PARAMS = [
+  'application_name',
+  'fallback_application_name',
+  'options',
+  'client_encoding',
+] as const;
+
+/**
+ * Builds the options of one generation's `pg.Pool`: the user's pool options (size,
+ * timeouts, types, ...) with every connection field taken from the source.
+ *
+ * Precedence: the source wins for host, port, user, password, database and TLS; a
+ * `connectionString` in the pool options is dropped. libpq params map to pg options
+ * (`application_name`, `options`, `client_encoding` by name, `connect_timeout` seconds to
+ * `connectionTimeoutMillis` unless the pool options set it). Explicit pool options win
+ * over params for `application_name`. `ssl` from the pool options is kept only when the
+ * source has no sslmode.
+ */
+export function toPgPoolConfig(base: pg.PoolConfig, settings: ConnectionSettings): pg.PoolConfig {
+  const config: pg.PoolConfig = { ...base };
+  for (const field of CONNECTION_FIELDS) delete config[field];
+  const params = settings.params;
+  for (const name of PASS_THROUGH_PARAMS) {
+    const value = params[name];
+    if (value !== undefined && base[name] === undefined) config[name] = value;
+  }
+  const connectTimeout = params.connect_timeout;
+  if (connectTimeout !== undefined && base.connectionTimeoutMillis === undefined) {
+    const seconds = Number(connectTimeout);
+    if (Number.isFinite(seconds) && seconds > 0) config.connectionTimeoutMillis = seconds * 1000;
+  }
+  config.host = settings.host;
+  config.port = settings.port;
+  config.user = settings.user;
+  config.database = settings.database;
+  const ssl = settings.sslmode === undefined ? base.ssl : toSsl(settings.sslmode, params);
+  if (ssl !== undefined) config.ssl = ssl;
+  // Not enumerable, like pg-pool does, so a logged config shows no password.
+  Object.defineProperty(config, 'password', {
+    value: settings.password ?? '',
+    enumerable: false,
+    writable: true,
+    configurable: true,
+  });
+  return config;
+}
+
+/**
+ * libpq sslmode → pg's `ssl` option, libpq semantics:
+ * `disable`/`allow`/`prefer` → no TLS (pg cannot fall back between TLS and plain, so the
+ * modes that accept plain use plain), `require`/`no-verify` → TLS without certificate
+ * checks, `verify-ca` → chain checked but not the host name, `verify-full` → both.
+ * `sslrootcert`, `sslcert` and `sslkey` params are read from their files.
+ */
+function toSsl(sslmode: string, params: Readonly<Record<string, string>>): pg.PoolConfig['ssl'] {
+  if (sslmode === 'disable' || sslmode === 'allow' || sslmode === 'prefer') return false;
+  const tls: ConnectionOptions = {};
+  if (params.sslrootcert) tls.ca = readFileSync(params.sslrootcert, 'utf8');
+  if (params.sslcert) tls.cert = readFileSync(params.sslcert, 'utf8');
+  if (params.sslkey) tls.key = readFileSync(params.sslkey, 'utf8');
+  if (sslmode === 'require' || sslmode === 'no-verify') tls.rejectUnauthorized = false;
+  if (sslmode === 'verify-ca') tls.checkServerIdentity = () => undefined;
+  return tls;
+}

@@ -1,0 +1,480 @@
+import { EventEmitter } from 'node:events';
+import {
+  type ConnectionSource,
+  createSource,
+  type SourceWatcher,
+  SourceWatcher as Watcher,
+} from 'hotload-core';
+import type pg from 'pg';
+import { FORWARDED_EVENTS, type ForwardedEvent, type PoolEvents } from './events.js';
+import { type CheckoutCallback, Generation, type GenerationHooks } from './generation.js';
+import { GenerationSwitch, type SwitchTarget, type VerifiedSwitch } from './generation-switch.js';
+import {
+  type HotloadOptions,
+  type PoolConfig,
+  type ResolvedSwitchOptions,
+  resolveSwitchOptions,
+} from './options.js';
+import { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
+import { type NodeCallback, promisify } from './promisify.js';
+
+/** A checkout waiting for capacity (or for the initial config). */
+interface Waiter {
+  readonly callback: CheckoutCallback;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const noop = (): void => {};
+
+/**
+ * A drop-in `pg.Pool` that follows a connection source.
+ *
+ * It serves from one *generation* (a real `pg.Pool` built from one config). When the
+ * source changes, a new generation is verified with a real connection, new checkouts move
+ * to it at once, and the old one drains: idle clients close immediately, checked-out
+ * clients close when released, and whatever is still checked out after
+ * `drainTimeoutMillis` is force-closed with a {@link ForceClosedError}.
+ *
+ * Checkouts never queue inside a generation: the pool keeps its own wait queue and asks a
+ * generation for at most `max` clients, so waiters at switch time are served by the new
+ * generation. Without `hotload.source` it is a single generation built from the pg options,
+ * i.e. plain `pg.Pool` behaviour (plus {@link Pool.switchTo}).
+ */
+export class Pool extends EventEmitter implements SwitchTarget {
+  /** `pool.query()`: pg.Pool's signatures (text/values, config objects, submittables; promise or callback). */
+  declare query: pg.Pool['query'];
+  /** `pool.connect()`: pg.Pool's signatures; the client's `release()`/`release(err)` gives it back. */
+  declare connect: pg.Pool['connect'];
+  /** `pool.end()`: resolves once every generation is closed. Idempotent. */
+  declare end: pg.Pool['end'];
+
+  readonly #config: pg.PoolConfig;
+  readonly #defaultOptions: pg.PoolOptions;
+  readonly #switchOptions: ResolvedSwitchOptions;
+  readonly #switch: GenerationSwitch;
+  /** Every generation not yet closed: current, retiring and candidates being verified. */
+  readonly #generations = new Set<Generation>();
+  readonly #forwarded = new Set<ForwardedEvent>();
+  readonly #waiters: Waiter[] = [];
+  #current: Generation | undefined;
+  #nextId = 1;
+  #watcher: SourceWatcher | undefined;
+  #started: Promise<void>;
+  #startError: Error | undefined;
+  #endCalled = false;
+  #ended = false;
+  #ending: Promise<void> | undefined;
+
+  /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
+  constructor(config?: PoolConfig) {
+    super();
+    const { hotload, ...pgConfig } = config ?? {};
+    this.#config = pgConfig;
+    this.#defaultOptions = {
+      ...pgConfig,
+      max: pgConfig.max || 10,
+      maxUses: pgConfig.maxUses || Number.POSITIVE_INFINITY,
+      allowExitOnIdle: pgConfig.allowExitOnIdle || false,
+      maxLifetimeSeconds: pgConfig.maxLifetimeSeconds || 0,
+      idleTimeoutMillis: pgConfig.idleTimeoutMillis === undefined ? 10_000 : pgConfig.idleTimeoutMillis,
+    };
+    this.#switchOptions = resolveSwitchOptions(hotload);
+    this.#switch = new GenerationSwitch(this, this.#switchOptions);
+    this.on('newListener', this.#forwardOnDemand);
+    if (hotload?.source === undefined) {
+      this.#current = this.#newGeneration(undefined, pgConfig);
+      this.#started = Promise.resolve();
+    } else {
+      this.#started = this.#start(createSource(hotload.source), hotload);
+      this.#started.catch(noop); // reported through ready(), checkouts and 'sourceError'
+    }
+  }
+
+  /**
+   * Creates a pool and waits until its source has been read (see {@link Pool.ready}).
+   * Rejects with the source's `SourceError` if it is invalid.
+   */
+  static async create(config?: PoolConfig): Promise<Pool> {
+    const pool = new Pool(config);
+    await pool.ready();
+    return pool;
+  }
+
+  /**
+   * Resolves once the initial config has been read and the first generation exists.
+   * Checkouts made before then wait for it; with an invalid source this rejects (and so
+   * do they) with the `SourceError`.
+   */
+  ready(): Promise<void> {
+    return this.#started;
+  }
+
+  /**
+   * Switches to `settings` as if the source had changed to them: verify (retrying with
+   * backoff while they fail), switch, drain. Resolves `true` once the pool serves on them,
+   * `false` if superseded by a newer change or by `end()`.
+   */
+  switchTo(settings: ConnectionSettings): Promise<boolean> {
+    if (this.#endCalled) return Promise.resolve(false);
+    return this.#switch.request(settings);
+  }
+
+  /** Id of the generation serving new checkouts (`undefined` until the source was read). */
+  get generation(): number | undefined {
+    return this.#current?.id;
+  }
+
+  /** Ids of generations still open besides the current one (retiring or being verified). */
+  get otherGenerations(): number[] {
+    return [...this.#generations].filter((generation) => generation !== this.#current).map((g) => g.id);
+  }
+
+  /** pg-pool's options of the current generation (connection fields come from the source). */
+  get options(): pg.PoolOptions {
+    return this.#current?.pool.options ?? this.#defaultOptions;
+  }
+
+  /** Clients of every generation (connecting, idle and checked out). */
+  get totalCount(): number {
+    return this.#sum((pool) => pool.totalCount);
+  }
+
+  /** Idle clients of every generation. */
+  get idleCount(): number {
+    return this.#sum((pool) => pool.idleCount);
+  }
+
+  /** Checkouts waiting for a client. */
+  get waitingCount(): number {
+    return this.#waiters.length + this.#sum((pool) => pool.waitingCount);
+  }
+
+  /** Clients past `maxLifetimeSeconds`, in every generation. */
+  get expiredCount(): number {
+    return this.#sum((pool) => pool.expiredCount);
+  }
+
+  /** True once `end()` was called. */
+  get ending(): boolean {
+    return this.#endCalled;
+  }
+
+  /** True once `end()` has closed every generation. */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
+  override on(event: string | symbol, listener: (...args: never[]) => void): this;
+  override on(event: string | symbol, listener: (...args: never[]) => void): this {
+    return super.on(event, listener as (...args: unknown[]) => void);
+  }
+
+  override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
+  override once(event: string | symbol, listener: (...args: never[]) => void): this;
+  override once(event: string | symbol, listener: (...args: never[]) => void): this {
+    return super.once(event, listener as (...args: unknown[]) => void);
+  }
+
+  static {
+    // The public query/connect/end carry pg.Pool's overloaded types (declared above);
+    // their bodies live here so they can reach the private fields.
+    Pool.prototype.query = function query(this: Pool, text: unknown, values?: unknown, cb?: unknown) {
+      return this.#query(text, values, cb);
+    } as pg.Pool['query'];
+    Pool.prototype.connect = function connect(this: Pool, cb?: CheckoutCallback) {
+      return this.#connect(cb);
+    } as pg.Pool['connect'];
+    Pool.prototype.end = function end(this: Pool, cb?: (err?: Error) => void) {
+      return this.#end(cb);
+    } as pg.Pool['end'];
+  }
+
+  #connect(cb: CheckoutCallback | undefined): Promise<pg.PoolClient> | undefined {
+    if (this.#endCalled) {
+      const err = new Error('Cannot use a pool after calling end on the pool');
+      if (cb) return void cb(err, undefined, noop);
+      return Promise.reject(err);
+    }
+    const response = promisify<pg.PoolClient>(cb);
+    this.#checkout(response.callback as CheckoutCallback);
+    return response.result;
+  }
+
+  #query(text: unknown, values: unknown, cb: unknown): unknown {
+    if (typeof text === 'function') {
+      const response = promisify(text as NodeCallback<never>);
+      setImmediate(() =>
+        response.callback(
+          new Error('Passing a function as the first parameter to pool.query is not supported'),
+        ),
+      );
+      return response.result;
+    }
+    if (typeof values === 'function') {
+      cb = values;
+      values = undefined;
+    }
+    if (isSubmittable(text)) return this.#querySubmittable(text, cb as QueryCallback | undefined);
+    const response = promisify<pg.QueryResult>(cb as QueryCallback | undefined);
+    const done = response.callback;
+    this.#checkout((err, client) => {
+      if (err !== undefined || client === undefined) return done(err);
+      // As pg-pool does: a client error while the query runs ends it and drops the client.
+      let released = false;
+      const onError = (clientError: Error): void => {
+        if (released) return;
+        released = true;
+        client.release(clientError);
+        done(clientError);
+      };
+      client.once('error', onError);
+      try {
+        client.query(
+          text as string,
+          values as unknown[],
+          (queryError: Error | null, result: pg.QueryResult) => {
+            client.removeListener('error', onError);
+            if (released) return;
+            released = true;
+            client.release(queryError ?? undefined);
+            if (queryError) return done(queryError);
+            done(undefined, result);
+          },
+        );
+      } catch (thrown) {
+        client.release(thrown as Error);
+        done(thrown as Error);
+      }
+    });
+    return response.result;
+  }
+
+  /**
+   * `pool.query(submittable)` (pg-cursor, pg-query-stream, ...): returns the submittable
+   * at once (as pg's types declare) and gives the client back when it ends: on its
+   * callback (query streams) or its `end` event (cursors, also after `close()`).
+   */
+  #querySubmittable(submittable: SubmittableLike, cb: QueryCallback | undefined): SubmittableLike {
+    this.#checkout((err, client) => {
+      if (err !== undefined || client === undefined) {
+        const error = err ?? new Error('hotload-pg: checkout returned no client');
+        submittable.handleError?.(error);
+        return cb?.(error);
+      }
+      let released = false;
+      const release = (releaseError?: Error): void => {
+        if (released) return;
+        released = true;
+        client.release(releaseError);
+      };
+      if (typeof submittable.once === 'function') submittable.once('end', () => release());
+      (client.query as LooseQuery).call(client, submittable, (queryError: Error | null, result: unknown) => {
+        release(queryError ?? undefined);
+        cb?.(queryError ?? undefined, result);
+      });
+    });
+    return submittable;
+  }
+
+  #end(cb: ((err?: Error) => void) | undefined): Promise<void> | undefined {
+    this.#endCalled = true;
+    this.#ending ??= this.#closeAll();
+    if (cb === undefined) return this.#ending;
+    this.#ending.then(() => cb(), cb);
+    return undefined;
+  }
+
+  async #closeAll(): Promise<void> {
+    this.#failWaiters(new Error('Cannot use a pool after calling end on the pool'));
+    await this.#switch.cancel();
+    await this.#started.catch(noop);
+    await this.#watcher?.close();
+    // Retiring generations keep their drain timeout; the current one waits for its
+    // holders, as pg.Pool's end() does.
+    await Promise.all([...this.#generations].map((generation) => generation.close()));
+    this.#ended = true;
+  }
+
+  /** Hot path: straight to the current generation when it has room and nobody waits. */
+  #checkout(callback: CheckoutCallback): void {
+    const current = this.#current;
+    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity()) {
+      current.checkout(callback);
+      return;
+    }
+    if (this.#startError !== undefined) {
+      const error = this.#startError;
+      process.nextTick(() => callback(error, undefined, noop));
+      return;
+    }
+    this.#enqueue(callback);
+  }
+
+  #enqueue(callback: CheckoutCallback): void {
+    const waiter: Waiter = { callback, timer: undefined };
+    const timeout = this.#config.connectionTimeoutMillis;
+    if (timeout) {
+      waiter.timer = setTimeout(() => {
+        const index = this.#waiters.indexOf(waiter);
+        if (index !== -1) this.#waiters.splice(index, 1);
+        callback(new Error('timeout exceeded when trying to connect'), undefined, noop);
+      }, timeout);
+      waiter.timer.unref();
+    }
+    this.#waiters.push(waiter);
+  }
+
+  /** Hands waiting checkouts to the current generation while it has room. */
+  #serveWaiters(): void {
+    const current = this.#current;
+    if (current === undefined) return;
+    while (this.#waiters.length > 0 && current.hasCapacity()) {
+      const waiter = this.#waiters.shift()!;
+      clearTimeout(waiter.timer);
+      current.checkout(waiter.callback);
+    }
+  }
+
+  #failWaiters(error: Error): void {
+    for (const waiter of this.#waiters.splice(0)) {
+      clearTimeout(waiter.timer);
+      process.nextTick(() => waiter.callback(error, undefined, noop));
+    }
+  }
+
+  readonly #generationHooks: GenerationHooks = {
+    onCheckin: () => {
+      if (this.#waiters.length > 0) this.#serveWaiters();
+    },
+    onClosed: (generation) => {
+      this.#generations.delete(generation);
+    },
+  };
+
+  async #start(source: ConnectionSource, hotload: HotloadOptions): Promise<void> {
+    const watcher = new Watcher(source, hotload.watcher);
+    this.#watcher = watcher;
+    watcher.on('change', (change) => {
+      if (!this.#endCalled) void this.#switch.request(change.config, change.changedAt);
+    });
+    watcher.on('error', (error) => this.emit('sourceError', { error }));
+    let settings: ConnectionSettings;
+    try {
+      settings = await watcher.start();
+    } catch (error) {
+      this.#startError = error as Error;
+      this.#failWaiters(this.#startError);
+      this.emit('sourceError', { error: this.#startError });
+      throw error;
+    }
+    if (this.#endCalled || this.#current !== undefined) return;
+    this.promote(this.createGeneration(settings), {
+      attempts: 0,
+      verifyMillis: 0,
+      requestedAt: Date.now(),
+      changedAt: undefined,
+    });
+  }
+
+  #newGeneration(fingerprint: string | undefined, config: pg.PoolConfig): Generation {
+    const generation = new Generation(this.#nextId++, fingerprint, config, this.#generationHooks);
+    this.#generations.add(generation);
+    for (const event of FORWARDED_EVENTS) {
+      if (event === 'error' || this.#forwarded.has(event)) this.#forward(generation, event);
+    }
+    return generation;
+  }
+
+  /** Forwards a pg-pool event of one generation; 'error' always (pg-pool must not throw it unheard). */
+  #forward(generation: Generation, event: ForwardedEvent): void {
+    generation.pool.on(event, (...args: unknown[]) => this.emit(event, ...args));
+  }
+
+  /** Forwards connect/acquire/release/remove only once someone listens: nothing per query otherwise. */
+  readonly #forwardOnDemand = (event: string | symbol): void => {
+    const name = event as ForwardedEvent;
+    if (name === 'error' || !FORWARDED_EVENTS.includes(name) || this.#forwarded.has(name)) return;
+    this.#forwarded.add(name);
+    for (const generation of this.#generations) this.#forward(generation, name);
+  };
+
+  #sum(count: (pool: pg.Pool) => number): number {
+    let total = 0;
+    for (const generation of this.#generations) total += count(generation.pool);
+    return total;
+  }
+
+  // --- SwitchTarget: called by the GenerationSwitch -------------------------------------
+
+  /** @internal */
+  currentFingerprint(): string | undefined {
+    return this.#current?.fingerprint;
+  }
+
+  /** @internal */
+  createGeneration(settings: ConnectionSettings): Generation {
+    const generation = this.#newGeneration(settings.fingerprint, toPgPoolConfig(this.#config, settings));
+    return generation;
+  }
+
+  /** @internal */
+  promote(candidate: Generation, details: VerifiedSwitch): void {
+    const previous = this.#current;
+    this.#current = candidate;
+    this.emit('switch', {
+      fromGeneration: previous?.id,
+      toGeneration: candidate.id,
+      fingerprint: candidate.fingerprint,
+      attempts: details.attempts,
+      verifyMillis: details.verifyMillis,
+      changedAt: details.changedAt,
+      requestedAt: details.requestedAt,
+      switchedAt: Date.now(),
+    });
+    this.#serveWaiters();
+    if (previous !== undefined) this.#retire(previous);
+  }
+
+  /** @internal */
+  verifyFailed(event: PoolEvents['verifyFailed'][0]): void {
+    this.emit('verifyFailed', event);
+  }
+
+  #retire(generation: Generation): void {
+    const { drainTimeoutMillis } = this.#switchOptions;
+    const onForceClosed = (clients: number): void => {
+      this.emit('forceClosed', { generation: generation.id, clients, drainTimeoutMillis });
+    };
+    void generation.close(drainTimeoutMillis, onForceClosed).then((closed) => {
+      this.emit('drained', {
+        generation: generation.id,
+        drainMillis: closed.closeMillis,
+        forced: closed.forceClosed > 0,
+      });
+    });
+  }
+}
+
+/** pg's Client#query without its overloads, for the submittable-with-callback form its types omit. */
+type LooseQuery = (
+  this: pg.PoolClient,
+  query: unknown,
+  callback: (err: Error | null, result: unknown) => void,
+) => unknown;
+
+type QueryCallback = (err: Error | undefined, result?: unknown) => void;
+
+interface SubmittableLike {
+  submit: (...args: never[]) => unknown;
+  handleError?: (err: Error) => void;
+  once?: (event: string, listener: () => void) => unknown;
+}
+
+function isSubmittable(value: unknown): value is SubmittableLike {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { submit?: unknown }).submit === 'function'
+  );
+}

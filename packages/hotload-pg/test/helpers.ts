@@ -1,0 +1,50 @@
+import type { EventEmitter } from 'node:events';
+import { ConnectionConfig } from 'hotload-core';
+import type { PostgresCluster } from 'hotload-test-support';
+
+/** A hotload-core config for `cluster`, as a source would produce it. */
+export function configFor(
+  cluster: PostgresCluster,
+  init: { user?: string; password?: string; database?: string; applicationName?: string } = {},
+): ConnectionConfig {
+  const superuser = cluster.connectionConfig();
+  return ConnectionConfig.create({
+    host: superuser.host,
+    port: superuser.port,
+    user: init.user ?? superuser.user,
+    password: init.password ?? superuser.password,
+    database: init.database ?? superuser.database,
+    params: init.applicationName ? { application_name: init.applicationName } : {},
+  });
+}
+
+/** Resolves with the arguments of the next `event` that satisfies `accept`. */
+export function nextEvent<T>(
+  emitter: EventEmitter,
+  event: string,
+  accept: (payload: T) => boolean = () => true,
+): Promise<T> {
+  return new Promise((resolve) => {
+    const listener = (payload: T): void => {
+      if (!accept(payload)) return;
+      emitter.removeListener(event, listener);
+      resolve(payload);
+    };
+    emitter.on(event, listener);
+  });
+}
+
+/** Creates a login role with a password (superuser statement on the cluster). */
+export async function createRole(cluster: PostgresCluster, name: string, password: string): Promise<void> {
+  await cluster.query(`CREATE ROLE ${name} LOGIN PASSWORD '${password}'`);
+}
+
+/** Sessions (other than the asking one) per `usename`/`application_name`. */
+export async function sessions(
+  cluster: PostgresCluster,
+): Promise<Array<{ usename: string; application_name: string }>> {
+  const result = await cluster.query(
+    "SELECT usename, application_name FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()",
+  );
+  return result.rows as Array<{ usename: string; application_name: string }>;
+}
