@@ -1,2 +1,47 @@
-/** Public API of claim-reconciler: filled in by its own issue. */
-export {};
+/**
+ * hotload-claim-reconciler: DatabaseClaim documents → databases, rotating login users and
+ * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
+ */
+export {
+  CLAIM_API_VERSION,
+  CLAIM_KIND,
+  type DatabaseClaim,
+  type DeletionPolicy,
+  type LoadedClaims,
+  loadClaimsFromDirectory,
+  parseClaims,
+} from './claim-schema.js';
+export { type Binding, type ClaimStatus, readStatus, STATUS_SUFFIX, statusPath } from './claim-status.js';
+export { matchFragmentKey } from './fragment-matcher.js';
+export { generatePassword, meetsPasswordSettings } from './password-generator.js';
+export { formatProblem, type Problem } from './problems.js';
+export { type ClaimNames, claimNames, ProvisioningConflictError } from './provisioner.js';
+export {
+  type ClaimOutcome,
+  type ClaimResult,
+  type PassOptions,
+  type PassResult,
+  Reconciler,
+  type ReconcilerOptions,
+} from './reconciler.js';
+export {
+  ConfigError,
+  type FragmentKey,
+  loadReconcilerConfig,
+  MasterPasswordError,
+  type MasterPasswordSource,
+  type PasswordSettings,
+  parseReconcilerConfig,
+  type ReconcilerConfig,
+  SSL_MODES,
+  type SslModeSetting,
+} from './reconciler-config.js';
+export { VerificationError } from './rotation.js';
+export {
+  type PublishedCredentials,
+  SECRET_FILE_MODE,
+  secretDirectory,
+  secretFiles,
+} from './secret-publisher.js';
+export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './sql-identifiers.js';
+export type { Step, StepHook } from './steps.js';

@@ -1,0 +1,338 @@
+/**
+ * The DatabaseClaim document model (API group/version of the database controller, so its
+ * manifests parse unchanged) and its loader from YAML files.
+ *
+ * Unknown fields are errors, never silently dropped: a typo such as `userNmae` must not
+ * quietly fall back to a default. Fields of the controller's CRD that this reconciler does
+ * not act on (cloud shapes, storage sizes, ...) are accepted with a warning.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+import { STATUS_SUFFIX } from './claim-status.js';
+import { type Problem, problemsFromZod } from './problems.js';
+import {
+  assertSafeIdentifier,
+  assertSafeRoleName,
+  MAX_IDENTIFIER_BYTES,
+  UnsafeIdentifierError,
+} from './sql-identifiers.js';
+
+/** `apiVersion` of DatabaseClaim documents (the db-controller's `persistance/v1`). */
+export const CLAIM_API_VERSION = 'persistance.atlas.infoblox.com/v1';
+/** `kind` of DatabaseClaim documents. */
+export const CLAIM_KIND = 'DatabaseClaim';
+
+/** What happens to the database and users when the claim goes away. */
+export type DeletionPolicy = 'Delete' | 'Orphan';
+
+/** The login users get this suffix, so the base user name must leave room for it. */
+const USER_SUFFIX_BYTES = 2;
+/** Secret keys the reconciler writes itself; `dsnName` must not collide with them. */
+const FIXED_SECRET_KEYS = ['hostname', 'port', 'database', 'username', 'password', 'sslmode', 'uri_dsn.txt'];
+/** CRD fields that parse but are not acted on here (cloud provisioning, storage, ...). */
+const ACCEPTED_UNUSED_SPEC_FIELDS = [
+  'shape',
+  'minStorageGB',
+  'maxStorageGB',
+  'tags',
+  'dbVersion',
+  'class',
+  'enableReplicationRole',
+  'enableSuperUser',
+  'useExistingSource',
+  'sourceDataFrom',
+  'restoreFrom',
+  'backupPolicy',
+  'preferredMaintenanceWindow',
+  'reclaimPolicy',
+] as const;
+
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const INSTANCE_LABEL = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$/;
+const HOST = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}$/;
+const SECRET_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$/;
+
+const portSchema = z
+  .union([z.number().int(), z.string().regex(/^\d{1,5}$/, 'must be a port number')])
+  .transform(Number);
+const unusedFields = Object.fromEntries(
+  ACCEPTED_UNUSED_SPEC_FIELDS.map((key) => [key, z.unknown().optional()]),
+);
+
+const specSchema = z.strictObject({
+  appId: z.string().optional(),
+  secretName: z.string().optional(),
+  type: z.string().optional(),
+  instanceLabel: z.string(),
+  userName: z.string(),
+  databaseName: z.string().optional(),
+  dbNameOverride: z.string().optional(),
+  dsnName: z.string().optional(),
+  host: z.string().optional(),
+  port: portSchema.optional(),
+  deletionPolicy: z.string().optional(),
+  /** The design document's older spelling of `deletionPolicy`. */
+  deletePolicy: z.string().optional(),
+  ...unusedFields,
+});
+
+const documentSchema = z.strictObject({
+  apiVersion: z.literal(CLAIM_API_VERSION),
+  kind: z.literal(CLAIM_KIND),
+  metadata: z.looseObject({
+    name: z.string(),
+    namespace: z.string().optional(),
+  }),
+  spec: specSchema,
+  /** Status written by a Kubernetes controller; ignored, the reconciler keeps its own. */
+  status: z.unknown().optional(),
+});
+
+/** A validated DatabaseClaim with every default applied. */
+export interface DatabaseClaim {
+  /** `namespace/name`, unique among the loaded claims. */
+  readonly key: string;
+  readonly name: string;
+  readonly namespace: string;
+  /** File the claim was read from. */
+  readonly file: string;
+  readonly appId: string | undefined;
+  /** Secret (folder) name; defaults to the claim name. */
+  readonly secretName: string;
+  readonly instanceLabel: string;
+  /** Base (NOLOGIN) role name; the login users are `<userName>_a` and `<userName>_b`. */
+  readonly userName: string;
+  /** Resolved database name: `dbNameOverride`, else `databaseName`, else `appId`. */
+  readonly databaseName: string;
+  /** Secret key of the libpq DSN; default `dsn.txt`. Its URI twin is `uri_<dsnName>`. */
+  readonly dsnName: string;
+  /** Overrides the fragment key's host. */
+  readonly host: string | undefined;
+  /** Overrides the fragment key's port. */
+  readonly port: number | undefined;
+  /** Undefined when the claim does not say; the config's default then applies. */
+  readonly deletionPolicy: DeletionPolicy | undefined;
+}
+
+/** Claims and findings from one or more YAML sources. */
+export interface LoadedClaims {
+  readonly claims: DatabaseClaim[];
+  readonly problems: Problem[];
+}
+
+/**
+ * Parses every DatabaseClaim in a (multi-document) YAML text. Documents of other kinds are
+ * skipped with a warning; invalid claims are left out and reported as errors.
+ */
+export function parseClaims(text: string, file: string): LoadedClaims {
+  const claims: DatabaseClaim[] = [];
+  const problems: Problem[] = [];
+  const documents = parseAllDocuments(text);
+  documents.forEach((document, index) => {
+    const where = documents.length > 1 ? `document ${index + 1}` : '';
+    if (document.errors.length > 0) {
+      problems.push({
+        severity: 'error',
+        file,
+        path: where,
+        message: `invalid YAML: ${document.errors[0]?.message}`,
+      });
+      return;
+    }
+    const value: unknown = document.toJS();
+    if (value === null || value === undefined) return;
+    const claim = parseClaimDocument(value, file, where, problems);
+    if (claim) claims.push(claim);
+  });
+  return { claims, problems };
+}
+
+/** Loads every `*.yaml`/`*.yml` file under `dir` (recursively, in name order). */
+export async function loadClaimsFromDirectory(dir: string): Promise<LoadedClaims> {
+  const files = (await readdir(dir, { recursive: true, withFileTypes: true }))
+    .filter((entry) => entry.isFile() && /\.ya?ml$/i.test(entry.name))
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+  const claims: DatabaseClaim[] = [];
+  const problems: Problem[] = [];
+  for (const file of files) {
+    const loaded = parseClaims(await readFile(file, 'utf8'), file);
+    claims.push(...loaded.claims);
+    problems.push(...loaded.problems);
+  }
+  return rejectDuplicates(claims, problems);
+}
+
+/** Two claims with the same name, or writing the same secret, are both refused. */
+export function rejectDuplicates(claims: readonly DatabaseClaim[], problems: Problem[]): LoadedClaims {
+  const counts = new Map<string, number>();
+  const bump = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
+  for (const claim of claims) {
+    bump(`claim:${claim.key}`);
+    bump(`secret:${claim.namespace}/${claim.secretName}`);
+  }
+  const kept: DatabaseClaim[] = [];
+  for (const claim of claims) {
+    const secretKey = `secret:${claim.namespace}/${claim.secretName}`;
+    if ((counts.get(`claim:${claim.key}`) ?? 0) > 1) {
+      problems.push({
+        severity: 'error',
+        file: claim.file,
+        path: 'metadata.name',
+        claim: claim.key,
+        message: 'another claim has the same namespace and name',
+      });
+    } else if ((counts.get(secretKey) ?? 0) > 1) {
+      problems.push({
+        severity: 'error',
+        file: claim.file,
+        path: 'spec.secretName',
+        claim: claim.key,
+        message: `another claim in namespace ${claim.namespace} writes secret ${claim.secretName}`,
+      });
+    } else {
+      kept.push(claim);
+    }
+  }
+  return { claims: kept, problems };
+}
+
+function parseClaimDocument(
+  value: unknown,
+  file: string,
+  where: string,
+  problems: Problem[],
+): DatabaseClaim | undefined {
+  const header = z.looseObject({ apiVersion: z.unknown(), kind: z.unknown() }).safeParse(value);
+  if (!header.success) {
+    problems.push({ severity: 'error', file, path: where, message: 'a document must be a mapping' });
+    return undefined;
+  }
+  if (header.data.kind !== CLAIM_KIND) {
+    problems.push({
+      severity: 'warning',
+      file,
+      path: where,
+      message: `skipped: kind ${String(header.data.kind)} is not ${CLAIM_KIND}`,
+    });
+    return undefined;
+  }
+  const parsed = documentSchema.safeParse(value);
+  const name = describeName(value);
+  if (!parsed.success) {
+    problems.push(...problemsFromZod(parsed.error.issues, file, where, name));
+    return undefined;
+  }
+  const before = problems.length;
+  const claim = buildClaim(parsed.data, file, where, problems);
+  return problems.slice(before).some((problem) => problem.severity === 'error') ? undefined : claim;
+}
+
+function buildClaim(
+  document: z.infer<typeof documentSchema>,
+  file: string,
+  where: string,
+  problems: Problem[],
+): DatabaseClaim | undefined {
+  const { metadata, spec } = document;
+  const namespace = metadata.namespace ?? 'default';
+  const key = `${namespace}/${metadata.name}`;
+  const report = (path: string, message: string, severity: Problem['severity'] = 'error') =>
+    problems.push({ severity, file, path: [where, path].filter(Boolean).join('.'), message, claim: key });
+  const check = (path: string, fn: () => void) => {
+    try {
+      fn();
+    } catch (error) {
+      if (!(error instanceof UnsafeIdentifierError)) throw error;
+      report(path, error.message.slice(error.field.length + 2));
+    }
+  };
+
+  if (!DNS_SUBDOMAIN.test(metadata.name))
+    report('metadata.name', 'must be a DNS subdomain name (lower case letters, digits, "-", ".")');
+  if (!DNS_LABEL.test(namespace))
+    report('metadata.namespace', 'must be a DNS label (lower case letters, digits, "-")');
+  const secretName = spec.secretName ?? metadata.name;
+  if (!DNS_SUBDOMAIN.test(secretName))
+    report('spec.secretName', 'must be a DNS subdomain name (lower case letters, digits, "-", ".")');
+  else if (secretName.includes(STATUS_SUFFIX))
+    report('spec.secretName', `must not contain "${STATUS_SUFFIX}" (the status file suffix)`);
+  if (spec.type !== undefined && spec.type.toLowerCase() !== 'postgres')
+    report('spec.type', `only "postgres" is supported`);
+  if (!INSTANCE_LABEL.test(spec.instanceLabel))
+    report('spec.instanceLabel', 'must be letters, digits, "_", "-" and "."');
+  check('spec.userName', () =>
+    assertSafeRoleName('spec.userName', spec.userName, MAX_IDENTIFIER_BYTES - USER_SUFFIX_BYTES),
+  );
+  if (spec.appId !== undefined)
+    check('spec.appId', () => assertSafeIdentifier('spec.appId', spec.appId ?? ''));
+  if (spec.databaseName !== undefined)
+    check('spec.databaseName', () => assertSafeIdentifier('spec.databaseName', spec.databaseName ?? ''));
+  if (spec.dbNameOverride !== undefined)
+    check('spec.dbNameOverride', () =>
+      assertSafeIdentifier('spec.dbNameOverride', spec.dbNameOverride ?? ''),
+    );
+  const databaseName = spec.dbNameOverride ?? spec.databaseName ?? spec.appId;
+  if (databaseName === undefined)
+    report('spec', 'one of databaseName, dbNameOverride or appId is required (it names the database)');
+  else if (['postgres', 'template0', 'template1'].includes(databaseName.toLowerCase()))
+    report('spec.databaseName', `"${databaseName}" is a system database`);
+  const dsnName = spec.dsnName ?? 'dsn.txt';
+  if (!SECRET_KEY.test(dsnName) || FIXED_SECRET_KEYS.includes(dsnName))
+    report(
+      'spec.dsnName',
+      'must be a file name (letters, digits, "_", "-", ".") that is not one of the fixed secret keys',
+    );
+  if (spec.host !== undefined && !HOST.test(spec.host))
+    report('spec.host', 'must be a host name or IP address');
+  if (spec.port !== undefined && (spec.port < 1 || spec.port > 65535))
+    report('spec.port', 'must be between 1 and 65535');
+  const deletionPolicy = parseDeletionPolicy(spec.deletionPolicy ?? spec.deletePolicy, (message) =>
+    report('spec.deletionPolicy', message),
+  );
+  for (const field of ACCEPTED_UNUSED_SPEC_FIELDS) {
+    if ((spec as Record<string, unknown>)[field] !== undefined)
+      report(`spec.${field}`, 'accepted but not used by this reconciler', 'warning');
+  }
+  if (databaseName === undefined) return undefined;
+  return {
+    key,
+    name: metadata.name,
+    namespace,
+    file,
+    appId: spec.appId,
+    secretName,
+    instanceLabel: spec.instanceLabel,
+    userName: spec.userName,
+    databaseName,
+    dsnName,
+    host: spec.host,
+    port: spec.port,
+    deletionPolicy,
+  };
+}
+
+/** `Delete`/`Orphan`, any case. */
+export function parseDeletionPolicy(
+  value: string | undefined,
+  onError: (message: string) => void,
+): DeletionPolicy | undefined {
+  if (value === undefined) return undefined;
+  const lower = value.toLowerCase();
+  if (lower === 'delete') return 'Delete';
+  if (lower === 'orphan') return 'Orphan';
+  onError('must be "Delete" or "Orphan"');
+  return undefined;
+}
+
+function describeName(value: unknown): string | undefined {
+  const parsed = z
+    .object({ metadata: z.object({ name: z.string().max(253), namespace: z.string().max(63).optional() }) })
+    .safeParse(value);
+  return parsed.success
+    ? `${parsed.data.metadata.namespace ?? 'default'}/${parsed.data.metadata.name}`
+    : undefined;
+}

@@ -1,0 +1,98 @@
+/**
+ * Master (admin) connections to PostgreSQL instances, one small pool per instance, shared by
+ * every claim that targets it during a reconcile pass.
+ */
+import pg from 'pg';
+import { type ConnectionParts, pgClientConfig } from './pg-connection.js';
+import { type FragmentKey, readMasterPassword } from './reconciler-config.js';
+
+/** A PostgreSQL instance as a claim targets it: its fragment key and effective host/port. */
+export interface InstanceTarget {
+  /** Fragment key label matched by the claim's `instanceLabel`. */
+  readonly label: string;
+  readonly host: string;
+  readonly port: number;
+  readonly fragment: FragmentKey;
+}
+
+/** `host:port`, the identity of an instance (the label only says how to log in). */
+export function instanceId(target: Pick<InstanceTarget, 'host' | 'port'>): string {
+  return target.host.includes(':') ? `[${target.host}]:${target.port}` : `${target.host}:${target.port}`;
+}
+
+/** Admin access to one instance. */
+export class MasterConnection {
+  readonly #pool: pg.Pool;
+  readonly #parts: Omit<ConnectionParts, 'database'>;
+
+  constructor(
+    readonly target: InstanceTarget,
+    password: string,
+    maxConnections: number,
+  ) {
+    this.#parts = {
+      host: target.host,
+      port: target.port,
+      user: target.fragment.username,
+      password,
+      sslmode: target.fragment.sslmode,
+    };
+    this.#pool = new pg.Pool({
+      ...pgClientConfig({ ...this.#parts, database: 'postgres' }),
+      max: maxConnections,
+    });
+    // Idle clients that lose their server emit 'error' on the pool; the next query reports it.
+    this.#pool.on('error', () => {});
+  }
+
+  /** Runs one statement on the `postgres` database. */
+  async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.#pool.query<R>(text, values);
+  }
+
+  /** Runs statements on one client connected to `database` (for per-database grants). */
+  async inDatabase<T>(database: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+    const client = new pg.Client(pgClientConfig({ ...this.#parts, database }));
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      return await work(client);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
+  /** Closes the pool. */
+  async close(): Promise<void> {
+    await this.#pool.end();
+  }
+}
+
+/** Opens master connections on demand, one per instance and login, and closes them all. */
+export class MasterConnections {
+  readonly #open = new Map<string, Promise<MasterConnection>>();
+
+  constructor(private readonly maxConnectionsPerInstance = 4) {}
+
+  /** The connection for `target`, reading the master password on first use. */
+  get(target: InstanceTarget): Promise<MasterConnection> {
+    const key = `${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
+    let connection = this.#open.get(key);
+    if (!connection) {
+      connection = readMasterPassword(target.fragment).then(
+        (password) => new MasterConnection(target, password, this.maxConnectionsPerInstance),
+      );
+      // A failed password read is not cached: the next pass tries again.
+      connection.catch(() => this.#open.delete(key));
+      this.#open.set(key, connection);
+    }
+    return connection;
+  }
+
+  /** Closes every pool opened so far. */
+  async closeAll(): Promise<void> {
+    const connections = [...this.#open.values()];
+    this.#open.clear();
+    await Promise.all(connections.map(async (c) => (await c.catch(() => undefined))?.close()));
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * pg client configs from connection parts, and the login check used to verify fresh
+ * credentials before they are published.
+ */
+import pg from 'pg';
+import type { SslModeSetting } from './reconciler-config.js';
+
+/** Parts of one PostgreSQL connection. */
+export interface ConnectionParts {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
+  readonly sslmode: SslModeSetting;
+}
+
+const CONNECT_TIMEOUT_MILLIS = 10_000;
+
+/**
+ * A `pg.ClientConfig` for `parts`. pg has no opportunistic TLS, so `allow`/`prefer` connect
+ * without TLS; `require` encrypts without verifying; `verify-*` verify the certificate.
+ */
+export function pgClientConfig(parts: ConnectionParts): pg.ClientConfig {
+  const ssl =
+    parts.sslmode === 'require'
+      ? { rejectUnauthorized: false }
+      : parts.sslmode === 'verify-ca' || parts.sslmode === 'verify-full'
+        ? { rejectUnauthorized: true }
+        : false;
+  return {
+    host: parts.host,
+    port: parts.port,
+    user: parts.user,
+    password: parts.password,
+    database: parts.database,
+    ssl,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MILLIS,
+    application_name: 'hotload-claim-reconciler',
+  };
+}
+
+/** Outcome of a login attempt; `reason` is pg's message (pg never puts passwords in it). */
+export type LoginResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: string; readonly code?: string };
+
+/** Opens a connection with `parts`, runs `SELECT 1`, closes it. Never throws. */
+export async function tryLogin(parts: ConnectionParts): Promise<LoginResult> {
+  const client = new pg.Client(pgClientConfig(parts));
+  // An 'error' event after connect (e.g. the server going away) must not crash the process.
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return { ok: true };
+  } catch (error) {
+    const e = error as Error & { code?: string };
+    return { ok: false, reason: e.message, code: e.code };
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,234 @@
+/**
+ * The database side of a claim, on one instance through its master connection: observe
+ * what exists, then create what is missing. Every statement is idempotent or treats
+ * "already exists" as success, so a run killed between any two statements converges.
+ */
+import type { MasterConnection } from './master-connection.js';
+import { quoteIdentifier, quoteLiteral } from './sql-identifiers.js';
+import type { StepHook } from './steps.js';
+
+/** SQLSTATE codes treated as "someone (an earlier, crashed run) already did it". */
+const DUPLICATE_DATABASE = '42P04';
+const DUPLICATE_OBJECT = '42710';
+
+/** The database and role names a claim owns. */
+export interface ClaimNames {
+  readonly database: string;
+  /** NOLOGIN role that owns the database and holds the privileges. */
+  readonly baseRole: string;
+  /** The two login users, `<userName>_a` and `<userName>_b`, members of the base role. */
+  readonly users: readonly [string, string];
+}
+
+/** Names derived from a claim's `userName` and resolved database name. */
+export function claimNames(userName: string, database: string): ClaimNames {
+  return { database, baseRole: userName, users: [`${userName}_a`, `${userName}_b`] };
+}
+
+/** What exists on the instance for a claim. */
+export interface ObservedDatabase {
+  readonly databaseOwner: string | undefined;
+  readonly roles: ReadonlyMap<string, ObservedRole>;
+}
+
+/** One existing role. */
+export interface ObservedRole {
+  readonly canLogin: boolean;
+  readonly superuser: boolean;
+  readonly memberOfBase: boolean;
+  /** The login user's sessions switch to the base role (`ALTER ROLE … SET role`). */
+  readonly actsAsBase: boolean;
+}
+
+/** What {@link Provisioner.ensure} changed. */
+export interface EnsureResult {
+  readonly databaseCreated: boolean;
+  readonly rolesCreated: readonly string[];
+}
+
+/** A role or database that exists but cannot safely be used for the claim. */
+export class ProvisioningConflictError extends Error {
+  override readonly name = 'ProvisioningConflictError';
+}
+
+/** Creates, checks and drops one claim's database objects on one instance. */
+export class Provisioner {
+  constructor(
+    private readonly master: MasterConnection,
+    private readonly names: ClaimNames,
+    private readonly step: (action: string) => Promise<void>,
+  ) {}
+
+  /** Builds a provisioner whose steps are reported to `hook` for `claim`. */
+  static create(
+    master: MasterConnection,
+    names: ClaimNames,
+    claim: string,
+    hook: StepHook | undefined,
+  ): Provisioner {
+    return new Provisioner(master, names, async (action) => {
+      await hook?.({ claim, action });
+    });
+  }
+
+  /** Reads the database owner and the claim's roles. */
+  async observe(): Promise<ObservedDatabase> {
+    const { database, baseRole, users } = this.names;
+    const db = await this.master.query<{ owner: string }>(
+      'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
+      [database],
+    );
+    const roles = await this.master.query<{
+      rolname: string;
+      rolcanlogin: boolean;
+      rolsuper: boolean;
+      member: boolean;
+      acts_as_base: boolean;
+    }>(
+      `SELECT r.rolname, r.rolcanlogin, r.rolsuper,
+              COALESCE(format('role=%s', $2::text) = ANY(r.rolconfig), false) AS acts_as_base,
+              EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid
+                      WHERE m.member = r.oid AND b.rolname = $2::text) AS member
+         FROM pg_roles r WHERE r.rolname = ANY($1::text[])`,
+      [[baseRole, ...users], baseRole],
+    );
+    return {
+      databaseOwner: db.rows[0]?.owner,
+      roles: new Map(
+        roles.rows.map((r) => [
+          r.rolname,
+          {
+            canLogin: r.rolcanlogin,
+            superuser: r.rolsuper,
+            memberOfBase: r.member,
+            actsAsBase: r.acts_as_base,
+          },
+        ]),
+      ),
+    };
+  }
+
+  /** Creates whatever is missing: base role, database, login users, memberships, grants. */
+  async ensure(): Promise<EnsureResult> {
+    const { database, baseRole, users } = this.names;
+    const observed = await this.observe();
+    this.refuseForeignRoles(observed);
+    const rolesCreated: string[] = [];
+    if (!observed.roles.has(baseRole)) {
+      if (
+        await this.createRole(`CREATE ROLE ${quoteIdentifier(baseRole)} NOLOGIN`, `create-role ${baseRole}`)
+      )
+        rolesCreated.push(baseRole);
+    }
+    let databaseCreated = false;
+    if (observed.databaseOwner === undefined) {
+      databaseCreated = await this.createDatabase();
+    } else if (observed.databaseOwner !== baseRole) {
+      await this.grantOnSharedDatabase();
+    }
+    for (const user of users) {
+      const role = observed.roles.get(user);
+      if (!role) {
+        const sql = `CREATE ROLE ${quoteIdentifier(user)} LOGIN IN ROLE ${quoteIdentifier(baseRole)}`;
+        if (await this.createRole(sql, `create-role ${user}`)) rolesCreated.push(user);
+      } else if (!role.memberOfBase) {
+        await this.step(`grant-membership ${user}`);
+        await this.master.query(`GRANT ${quoteIdentifier(baseRole)} TO ${quoteIdentifier(user)}`);
+      }
+      if (!role?.actsAsBase) {
+        // Sessions of either user run as the base role, so whatever one user creates the
+        // other can use after a rotation (objects are owned by the base role, not by _a/_b).
+        await this.step(`set-session-role ${user}`);
+        await this.master.query(`ALTER ROLE ${quoteIdentifier(user)} SET role = ${quoteLiteral(baseRole)}`);
+      }
+    }
+    return { databaseCreated, rolesCreated };
+  }
+
+  /** Sets `user`'s password. The password is a literal in the statement and never logged. */
+  async setPassword(user: string, password: string): Promise<void> {
+    await this.step(`set-password ${user}`);
+    await this.master.query(
+      `ALTER ROLE ${quoteIdentifier(user)} WITH LOGIN PASSWORD ${quoteLiteral(password)}`,
+    );
+  }
+
+  /**
+   * Drops the database (the `Delete` policy). Fails with pg's "object in use" error
+   * (55006) while sessions are still connected; the caller keeps it pending and retries.
+   */
+  async dropDatabase(): Promise<void> {
+    const { database } = this.names;
+    await this.step(`drop-database ${database}`);
+    await this.master.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
+  }
+
+  /** Drops the two login users and the base role (the `Delete` policy). */
+  async dropRoles(): Promise<void> {
+    const { baseRole, users } = this.names;
+    for (const role of [...users, baseRole]) {
+      await this.step(`drop-role ${role}`);
+      await this.master.query(`DROP ROLE IF EXISTS ${quoteIdentifier(role)}`);
+    }
+  }
+
+  /** A pre-existing role with our name that is a superuser, or a base role that can log in, is not ours. */
+  private refuseForeignRoles(observed: ObservedDatabase): void {
+    for (const [name, role] of observed.roles) {
+      if (role.superuser)
+        throw new ProvisioningConflictError(`role ${name} exists and is a superuser; refusing to manage it`);
+      if (name === this.names.baseRole && role.canLogin) {
+        throw new ProvisioningConflictError(
+          `role ${name} exists and can log in; the base role must be NOLOGIN`,
+        );
+      }
+    }
+  }
+
+  private async createRole(sql: string, action: string): Promise<boolean> {
+    await this.step(action);
+    try {
+      await this.master.query(sql);
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code === DUPLICATE_OBJECT) return false;
+      throw error;
+    }
+  }
+
+  /** CREATE DATABASE cannot run in a transaction and has no IF NOT EXISTS: 42P04 means done. */
+  private async createDatabase(): Promise<boolean> {
+    const { database, baseRole } = this.names;
+    await this.step(`create-database ${database}`);
+    try {
+      await this.master.query(
+        `CREATE DATABASE ${quoteIdentifier(database)} OWNER ${quoteIdentifier(baseRole)}`,
+      );
+      return true;
+    } catch (error) {
+      if ((error as { code?: string }).code === DUPLICATE_DATABASE) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * A database owned by another role (shared with another claim, or pre-existing): grant the
+   * base role what an owner would need to work in it, without taking ownership away.
+   */
+  private async grantOnSharedDatabase(): Promise<void> {
+    const { database, baseRole } = this.names;
+    const granted = await this.master.query<{ ok: boolean }>(
+      `SELECT has_database_privilege($1, $2, 'CREATE, CONNECT, TEMPORARY') AS ok`,
+      [baseRole, database],
+    );
+    if (granted.rows[0]?.ok) return;
+    await this.step(`grant-database ${database}`);
+    await this.master.query(
+      `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
+    );
+    await this.step(`grant-schema ${database}.public`);
+    await this.master.inDatabase(database, (client) =>
+      client.query(`GRANT ALL ON SCHEMA public TO ${quoteIdentifier(baseRole)}`),
+    );
+  }
+}

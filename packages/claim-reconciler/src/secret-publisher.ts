@@ -1,0 +1,120 @@
+/**
+ * The published secret of a claim: `<outputDir>/<namespace>/<secretName>/`, written with
+ * hotload-core's kubelet-style atomic writer (new folder + `..data` symlink swap), so a
+ * watcher never sees half an update and a crash mid-write leaves the previous secret whole.
+ */
+import { lstat, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
+import type { SslModeSetting } from './reconciler-config.js';
+
+/** Mode of every published file: readable by the owner only. */
+export const SECRET_FILE_MODE = 0o600;
+
+/** The credentials a secret publishes. */
+export interface PublishedCredentials {
+  readonly host: string;
+  readonly port: number;
+  readonly database: string;
+  readonly username: string;
+  readonly password: string;
+  readonly sslmode: SslModeSetting;
+}
+
+/** Folder of a claim's secret. */
+export function secretDirectory(outputDir: string, namespace: string, secretName: string): string {
+  return join(outputDir, namespace, secretName);
+}
+
+/**
+ * Secret keys for `credentials`: `hostname`, `port`, `database`, `username`, `password`,
+ * `sslmode`, `dsn.txt`, `uri_dsn.txt`, and `<dsnName>` / `uri_<dsnName>` when the claim
+ * names its own DSN key (as the database controller does).
+ */
+export function secretFiles(credentials: PublishedCredentials, dsnName: string): Record<string, string> {
+  const config = ConnectionConfig.create({
+    host: credentials.host,
+    port: credentials.port,
+    user: credentials.username,
+    password: credentials.password,
+    database: credentials.database,
+    sslmode: credentials.sslmode,
+  });
+  const files = toSecretFiles(config);
+  if (dsnName !== 'dsn.txt') {
+    files[dsnName] = files['dsn.txt']!;
+    files[`uri_${dsnName}`] = files['uri_dsn.txt']!;
+  }
+  return files;
+}
+
+/** Reads, writes and removes one claim's secret folder. */
+export class SecretPublisher {
+  readonly #writer: AtomicSecretWriter;
+
+  constructor(readonly directory: string) {
+    this.#writer = new AtomicSecretWriter(directory, { fileMode: SECRET_FILE_MODE });
+  }
+
+  /** What the secret holds now, or undefined when there is none or it is incomplete. */
+  async read(): Promise<PublishedCredentials | undefined> {
+    let files: Record<string, Buffer>;
+    try {
+      files = await this.#writer.read();
+    } catch {
+      return undefined;
+    }
+    const text = (key: string) => files[key]?.toString('utf8');
+    const [host, port, database, username, password, sslmode] = [
+      'hostname',
+      'port',
+      'database',
+      'username',
+      'password',
+      'sslmode',
+    ].map(text);
+    if (!host || !port || !database || !username || !password || !/^\d+$/.test(port)) return undefined;
+    return {
+      host,
+      port: Number(port),
+      database,
+      username,
+      password,
+      sslmode: (sslmode ?? 'disable') as SslModeSetting,
+    };
+  }
+
+  /** When the current content was published (the `..data` swap), or undefined. */
+  async publishedAt(): Promise<Date | undefined> {
+    try {
+      return (await lstat(join(this.directory, DATA_DIR_NAME))).mtime;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Publishes atomically; resolves false when the content was already exactly this. */
+  async publish(credentials: PublishedCredentials, dsnName: string): Promise<boolean> {
+    const result = await this.#writer.write(secretFiles(credentials, dsnName));
+    return result.changed;
+  }
+
+  /** Whether publishing would change anything (same files, same content). */
+  async differs(credentials: PublishedCredentials, dsnName: string): Promise<boolean> {
+    const wanted = secretFiles(credentials, dsnName);
+    let current: Record<string, Buffer>;
+    try {
+      current = await this.#writer.read();
+    } catch {
+      return true;
+    }
+    const keys = Object.keys(wanted);
+    if (Object.keys(current).length !== keys.length) return true;
+    return keys.some((key) => current[key]?.toString('utf8') !== wanted[key]);
+  }
+
+  /** Removes the secret folder. */
+  async remove(): Promise<void> {
+    await rm(this.directory, { recursive: true, force: true });
+  }
+}

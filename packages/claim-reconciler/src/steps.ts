@@ -1,0 +1,17 @@
+/**
+ * Step hooks: every action that changes state (an SQL statement that writes, a secret
+ * publish, a status file write or rename) is announced first. The CLI uses this to crash
+ * on purpose at step N (`HOTLOAD_RECONCILER_CRASH_AT_STEP`), which proves that a restart
+ * converges from any point.
+ */
+
+/** One state-changing action about to happen. */
+export interface Step {
+  /** Claim `namespace/name` the action is for. */
+  readonly claim: string;
+  /** What is about to happen, e.g. `create-role app_a`, `publish-secret`; no secret values. */
+  readonly action: string;
+}
+
+/** Called before each {@link Step}; may be async, and may throw to abort the claim. */
+export type StepHook = (step: Step) => void | Promise<void>;
