@@ -17,9 +17,29 @@ export {
   type HostPort,
   type SslMode,
 } from './config.js';
+export { createSource } from './create-source.js';
+export {
+  DSN_KEYS,
+  KEY_FILE_ALIASES,
+  MergedDirectoriesSource,
+  SecretDirectorySource,
+} from './directory-source.js';
+export {
+  type DsnParseResult,
+  type DsnProblem,
+  isUriDsn,
+  parseDsn,
+  parseKeyValueDsn,
+  parseUriDsn,
+} from './dsn.js';
+export { DsnFileSource } from './dsn-file-source.js';
 export { isSourceError, SourceError, type SourceErrorCode, type SourceErrorInit } from './errors.js';
 export type { ChangeEvent, SourceWatcherOptions } from './events.js';
 export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from './format.js';
+export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export { LIBPQ_KEYWORDS, SECRET_KEYWORDS, SSL_MODES } from './params.js';
+export { lookupPgpass, type PgpassQuery } from './pgpass.js';
+export { MAX_SOURCE_FILE_BYTES } from './read-file.js';
 export { REDACTED } from './redact.js';
-export type { ConnectionSource, SourceKind, SourceSpec } from './source.js';
+export type { ConnectionSource, SourceKind, SourceSnapshot, SourceSpec } from './source.js';
+export { SourceWatcher, type SourceWatcherEvents } from './source-watcher.js';

@@ -15,6 +15,18 @@ export interface ConnectionSource {
   readonly watchPaths: readonly string[];
   /** Reads and validates now. Rejects with a SourceError, never with anything else. */
   read(): Promise<ConnectionConfig>;
+  /**
+   * Optional: like `read()`, plus when the content last changed (the newest mtime among
+   * the files read). The built-in sources have it; the watcher falls back to `read()`.
+   */
+  readSnapshot?(): Promise<SourceSnapshot>;
+}
+
+/** A config and the time its content last changed. */
+export interface SourceSnapshot {
+  readonly config: ConnectionConfig;
+  /** ms since epoch: the newest mtime among the files read. */
+  readonly changedAt: number;
 }
 
 /** Declarative form accepted by `createSource()` and by hotload-pg's `hotload.source` option. */

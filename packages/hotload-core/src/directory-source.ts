@@ -1,0 +1,255 @@
+import { readdir, readlink } from 'node:fs/promises';
+import { isAbsolute, join, resolve } from 'node:path';
+import { DATA_DIR_NAME } from './atomic-writer.js';
+import type { ConnectionConfig } from './config.js';
+import { parseDsn } from './dsn.js';
+import { fsSourceError, SourceError } from './errors.js';
+import { normalizeParams, type RawParams } from './normalize.js';
+import { LIBPQ_KEYWORDS, SECRET_KEYWORDS } from './params.js';
+import { readSourceText } from './read-file.js';
+import type { ConnectionSource, SourceKind, SourceSnapshot } from './source.js';
+
+/** The DSN keys, highest precedence first: the first one present is the base. */
+export const DSN_KEYS = ['uri_dsn.txt', 'dsn.txt'] as const;
+
+/**
+ * Per-key file name → libpq keyword. The database controller's names come first, the
+ * libpq names after them: when both exist, the libpq name (`host`, `user`, `dbname`) wins.
+ * Any other file named like a libpq keyword (`application_name`, `sslrootcert` ...) is
+ * read as that keyword. Other files (`ro_uri_dsn.txt`, `ca.crt` ...) are ignored.
+ */
+export const KEY_FILE_ALIASES: ReadonlyArray<readonly [file: string, keyword: string]> = [
+  ['hostname', 'host'],
+  ['username', 'user'],
+  ['database', 'dbname'],
+];
+
+const MAX_SNAPSHOT_ATTEMPTS = 5;
+
+/** Thrown inside a read when a `..data` swap happened mid-read: the read starts over. */
+class SwappedWhileReading extends Error {}
+
+interface DirectoryRead extends RawParams {
+  readonly mtimeMs: number;
+}
+
+/**
+ * Reads one directory of per-key files into raw libpq parameters.
+ *
+ * Consistency: when the directory is a Kubernetes volume (`..data` symlink), every file
+ * is read from the one timestamped folder `..data` pointed at when the read began, and
+ * the read starts over if `..data` moved meanwhile, so a read never mixes two versions.
+ *
+ * Precedence inside a directory: the DSN (`uri_dsn.txt`, else `dsn.txt`) gives the base;
+ * each per-key file present overrides its field. Both DSN files are parsed when present
+ * (a broken one is an error even when the other is fine).
+ *
+ * Whitespace: values are trimmed, except secrets (`password`, `sslpassword` ...), which
+ * lose only their trailing line breaks (`\n`, `\r\n`), as written by `echo` or an editor;
+ * a password may begin or end with spaces. A file that is then empty is an `empty` error.
+ */
+export async function readDirectoryParams(dir: string, source: string): Promise<DirectoryRead> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await readDirectoryOnce(dir, source);
+    } catch (error) {
+      if (!(error instanceof SwappedWhileReading)) throw error;
+      if (attempt >= MAX_SNAPSHOT_ATTEMPTS) {
+        throw new SourceError({
+          code: 'unreadable',
+          source,
+          file: dir,
+          problem: 'kept changing while being read',
+        });
+      }
+    }
+  }
+}
+
+async function currentDataTarget(dir: string): Promise<string | undefined> {
+  try {
+    return await readlink(join(dir, DATA_DIR_NAME));
+  } catch {
+    return undefined; // no ..data (EINVAL: not a symlink; ENOENT: a plain directory)
+  }
+}
+
+async function readDirectoryOnce(dir: string, source: string): Promise<DirectoryRead> {
+  const dataTarget = await currentDataTarget(dir);
+  const snapshotDir =
+    dataTarget === undefined ? dir : isAbsolute(dataTarget) ? dataTarget : resolve(dir, dataTarget);
+  let names: Set<string>;
+  try {
+    names = new Set((await readdir(snapshotDir)).map(String));
+  } catch (error) {
+    if (dataTarget !== undefined) throw new SwappedWhileReading();
+    throw fsSourceError(source, dir, error);
+  }
+
+  let mtimeMs = 0;
+  const read = async (name: string, keyword: string): Promise<string | undefined> => {
+    if (!names.has(name)) return undefined;
+    const shownAs = join(dir, name);
+    const result = await readSourceText(join(snapshotDir, name), shownAs, source, keyword);
+    if (result.kind === 'absent') {
+      if (dataTarget !== undefined) throw new SwappedWhileReading();
+      return undefined; // deleted since readdir: as if it had not been there
+    }
+    if (result.kind === 'error') throw result.error;
+    mtimeMs = Math.max(mtimeMs, result.mtimeMs);
+    const value = SECRET_KEYWORDS.has(keyword) ? result.text.replace(/[\r\n]+$/, '') : result.text.trim();
+    if (value.trim() === '') {
+      throw new SourceError({
+        code: 'empty',
+        source,
+        file: shownAs,
+        key: keyword,
+        problem: 'the file is empty',
+      });
+    }
+    return value;
+  };
+
+  const params: Record<string, string> = {};
+  const origins: Record<string, string> = {};
+  // DSN base: parse both, use the first present in DSN_KEYS order.
+  let base: { file: string; params: Record<string, string> } | undefined;
+  for (const name of DSN_KEYS) {
+    const text = await read(name, 'dsn');
+    if (text === undefined) continue;
+    const parsed = parseDsn(text);
+    const file = join(dir, name);
+    if ('problem' in parsed)
+      throw new SourceError({ code: 'malformed', source, file, problem: parsed.problem });
+    base ??= { file, params: parsed.params };
+  }
+  if (base) {
+    for (const [key, value] of Object.entries(base.params)) {
+      params[key] = value;
+      origins[key] = base.file;
+    }
+  }
+  // Per-key files override: controller aliases first, so libpq names win over them.
+  const keyFiles: [string, string][] = [
+    ...KEY_FILE_ALIASES.map(([file, keyword]) => [file, keyword] as [string, string]),
+    ...[...LIBPQ_KEYWORDS].map((keyword) => [keyword, keyword] as [string, string]),
+  ];
+  for (const [file, keyword] of keyFiles) {
+    const value = await read(file, keyword);
+    if (value === undefined) continue;
+    params[keyword] = value;
+    origins[keyword] = join(dir, file);
+  }
+
+  if (dataTarget !== undefined && (await currentDataTarget(dir)) !== dataTarget)
+    throw new SwappedWhileReading();
+  return { params, origins, mtimeMs };
+}
+
+const missingHint = (key: 'host' | 'user' | 'dbname') =>
+  ({
+    host: 'no hostname or host file, and no host in uri_dsn.txt or dsn.txt',
+    user: 'no username or user file, and no user in uri_dsn.txt or dsn.txt',
+    dbname: 'no database or dbname file, and no dbname in uri_dsn.txt or dsn.txt',
+  })[key];
+
+/**
+ * Directories of per-key files, merged: later directories override earlier ones, key by
+ * key (a DSN in a later directory overrides every key it contains). Each directory is
+ * read as described for {@link readDirectoryParams}; the required fields are checked on
+ * the merged result, so host/port may come from one mount and user/password from another.
+ * Every directory must exist.
+ */
+export class MergedDirectoriesSource implements ConnectionSource {
+  readonly kind: SourceKind = 'merged-directories';
+  readonly description: string;
+  readonly watchPaths: readonly string[];
+  readonly directories: readonly string[];
+
+  constructor(directories: readonly string[]) {
+    if (directories.length === 0) throw new TypeError('MergedDirectoriesSource needs at least one directory');
+    this.directories = Object.freeze(directories.map((d) => resolve(d)));
+    this.watchPaths = this.directories;
+    this.description = `merged-directories ${this.directories.join(' + ')}`;
+  }
+
+  async read(): Promise<ConnectionConfig> {
+    return (await this.readSnapshot()).config;
+  }
+
+  async readSnapshot(): Promise<SourceSnapshot> {
+    try {
+      return await this.readMerged();
+    } catch (error) {
+      throw relabel(error, this.description);
+    }
+  }
+
+  private async readMerged(): Promise<SourceSnapshot> {
+    const params: Record<string, string> = {};
+    const origins: Record<string, string> = {};
+    let mtimeMs = 0;
+    for (const dir of this.directories) {
+      const one = await readDirectoryParams(dir, this.description);
+      Object.assign(params, one.params);
+      Object.assign(origins, one.origins);
+      mtimeMs = Math.max(mtimeMs, one.mtimeMs);
+    }
+    const last = this.directories[this.directories.length - 1]!;
+    const config = normalizeParams(
+      { params, origins },
+      { source: this.description, baseDir: last, defaultFile: last, missingHint },
+    );
+    if (config instanceof SourceError) throw config;
+    return { config, changedAt: mtimeMs || Date.now() };
+  }
+}
+
+/**
+ * A Kubernetes Secret (or ConfigMap) volume, or any directory of per-key files, with the
+ * database controller's key names: `hostname`/`host`, `port`, `username`/`user`,
+ * `password`, `database`/`dbname`, `sslmode`, `dsn.txt`, `uri_dsn.txt`, and files named
+ * after other libpq keywords. See {@link readDirectoryParams} for precedence and
+ * whitespace rules.
+ */
+export class SecretDirectorySource implements ConnectionSource {
+  readonly kind: SourceKind = 'secret-directory';
+  readonly description: string;
+  readonly watchPaths: readonly string[];
+  readonly directory: string;
+  readonly #merged: MergedDirectoriesSource;
+
+  constructor(directory: string) {
+    this.directory = resolve(directory);
+    this.watchPaths = [this.directory];
+    this.description = `secret-directory ${this.directory}`;
+    this.#merged = new MergedDirectoriesSource([this.directory]);
+  }
+
+  async read(): Promise<ConnectionConfig> {
+    return (await this.readSnapshot()).config;
+  }
+
+  async readSnapshot(): Promise<SourceSnapshot> {
+    try {
+      return await this.#merged.readSnapshot();
+    } catch (error) {
+      throw relabel(error, this.description);
+    }
+  }
+}
+
+/** The same error with this source's description; anything unexpected becomes `unreadable`. */
+export function relabel(error: unknown, source: string): SourceError {
+  if (!(error instanceof SourceError)) {
+    return new SourceError({ code: 'unreadable', source, problem: 'unexpected failure while reading' });
+  }
+  return new SourceError({
+    code: error.code,
+    source,
+    file: error.file,
+    key: error.key,
+    problem: error.problem,
+    errno: error.errno,
+  });
+}

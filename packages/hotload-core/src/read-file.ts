@@ -1,0 +1,83 @@
+import { open } from 'node:fs/promises';
+import { fsSourceError, SourceError } from './errors.js';
+
+/** Files larger than this are refused: no connection setting is anywhere near it. */
+export const MAX_SOURCE_FILE_BYTES = 1024 * 1024;
+
+export type ReadTextResult =
+  | { readonly kind: 'text'; readonly text: string; readonly mtimeMs: number }
+  | { readonly kind: 'absent'; readonly errno: string }
+  | { readonly kind: 'error'; readonly error: SourceError };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads one small UTF-8 text file for a source. `path` is where to read, `shownAs` the
+ * path errors name (the user-visible one, not a `..data` folder). A missing file is
+ * `absent` (the caller decides whether that matters); binary content, invalid UTF-8, a
+ * directory or a file over 1 MiB is an error that names the file, never its content.
+ */
+export async function readSourceText(
+  path: string,
+  shownAs: string,
+  source: string,
+  key?: string,
+): Promise<ReadTextResult> {
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  try {
+    handle = await open(path, 'r');
+    const stat = await handle.stat();
+    if (stat.isDirectory()) {
+      return {
+        kind: 'error',
+        error: new SourceError({ code: 'unreadable', source, file: shownAs, key, problem: 'is a directory' }),
+      };
+    }
+    if (stat.size > MAX_SOURCE_FILE_BYTES) {
+      return { kind: 'error', error: tooLarge(source, shownAs, key) };
+    }
+    // Read at most one byte past the limit: the size may have grown since fstat.
+    const buffer = Buffer.alloc(MAX_SOURCE_FILE_BYTES + 1);
+    let length = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length > MAX_SOURCE_FILE_BYTES) return { kind: 'error', error: tooLarge(source, shownAs, key) };
+    }
+    const bytes = buffer.subarray(0, length);
+    if (bytes.includes(0)) {
+      return {
+        kind: 'error',
+        error: new SourceError({
+          code: 'malformed',
+          source,
+          file: shownAs,
+          key,
+          problem: 'binary content (NUL bytes)',
+        }),
+      };
+    }
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      return {
+        kind: 'error',
+        error: new SourceError({ code: 'malformed', source, file: shownAs, key, problem: 'not valid UTF-8' }),
+      };
+    }
+    if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    return { kind: 'text', text, mtimeMs: stat.mtimeMs };
+  } catch (error) {
+    const errno = (error as NodeJS.ErrnoException)?.code;
+    if (errno === 'ENOENT' || errno === 'ENOTDIR') return { kind: 'absent', errno };
+    return { kind: 'error', error: fsSourceError(source, shownAs, error, key) };
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+function tooLarge(source: string, file: string, key: string | undefined): SourceError {
+  return new SourceError({ code: 'unreadable', source, file, key, problem: 'larger than 1 MiB' });
+}

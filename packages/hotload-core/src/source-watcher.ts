@@ -1,0 +1,214 @@
+import { EventEmitter } from 'node:events';
+import { dirname, join, resolve } from 'node:path';
+import { type FSWatcher, watch } from 'chokidar';
+import type { ConnectionConfig } from './config.js';
+import { relabel } from './directory-source.js';
+import { isSourceError, type SourceError } from './errors.js';
+import type { ChangeEvent, SourceWatcherOptions } from './events.js';
+import type { ConnectionSource, SourceSnapshot } from './source.js';
+
+/** Events of a {@link SourceWatcher}. */
+export interface SourceWatcherEvents {
+  /** The source changed for real (new fingerprint) and is valid. */
+  change: [ChangeEvent];
+  /** The source is invalid or unreadable; the last good config stays `current`. */
+  error: [SourceError];
+}
+
+const DEFAULT_DEBOUNCE_MILLIS = 10;
+
+/**
+ * Watches a {@link ConnectionSource} with chokidar and emits `change` only when the
+ * config's fingerprint changes, `error` (a secret-free {@link SourceError}) when the source
+ * is invalid; the last good config stays `current` and the watcher recovers by itself
+ * when the source becomes valid again.
+ *
+ * How: for every watched directory, chokidar watches its *parent* with depth 1, filtered
+ * to the directory and its direct entries. So the `..data` swap (a rename in the
+ * directory), in-place writes, rename-over writes, and deletion and re-creation of the
+ * directory itself are all seen, and the watch re-arms when the directory comes back.
+ * Any event (chokidar's normalized events and its raw `fs.watch` events) schedules one
+ * re-read of the whole source `debounceMillis` after the first event of a burst (later
+ * events of the burst do not push it back); reads never overlap, and events that arrive
+ * while a read runs cause exactly one more read after it. Sources read consistently (a
+ * `..data` swap mid-read makes the read start over), so reading during a burst is safe.
+ *
+ * Repeated identical errors are emitted once until the source changes or recovers.
+ */
+export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
+  readonly source: ConnectionSource;
+  readonly debounceMillis: number;
+  #current: ConnectionConfig | undefined;
+  #watcher: FSWatcher | undefined;
+  #closed = false;
+  #started: Promise<ConnectionConfig> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #firstEventAt: number | undefined;
+  #reading: Promise<void> | undefined;
+  #lastErrorMessage: string | undefined;
+  readonly #dirs: ReadonlySet<string>;
+
+  constructor(source: ConnectionSource, options: SourceWatcherOptions = {}) {
+    super();
+    this.source = source;
+    const debounce = options.debounceMillis ?? DEFAULT_DEBOUNCE_MILLIS;
+    if (!Number.isFinite(debounce) || debounce < 0) throw new RangeError('debounceMillis must be >= 0');
+    this.debounceMillis = debounce;
+    this.#dirs = new Set(source.watchPaths.map((p) => resolve(p)));
+  }
+
+  /** The last good config (undefined before `start()` resolved). */
+  get current(): ConnectionConfig | undefined {
+    return this.#current;
+  }
+
+  /**
+   * Starts watching, then reads the source once. Resolves with the initial config once
+   * the watcher is ready; rejects with a {@link SourceError} (and stops watching) if the
+   * source is invalid. Calling it again returns the same promise.
+   */
+  start(): Promise<ConnectionConfig> {
+    this.#started ??= this.#start();
+    return this.#started;
+  }
+
+  async #start(): Promise<ConnectionConfig> {
+    if (this.#closed) throw new Error('SourceWatcher is closed');
+    if (this.#dirs.size > 0) await this.#watch();
+    // The initial read counts as a read in progress: events during it re-read after it.
+    const initial = this.#readSnapshot().then((snapshot) => {
+      if (!this.#closed) this.#current = snapshot.config;
+      return snapshot.config;
+    });
+    this.#track(initial.then(() => undefined));
+    try {
+      return await initial;
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+  }
+
+  /** Stops watching; no timers or file handles remain. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const watcher = this.#watcher;
+    this.#watcher = undefined;
+    await watcher?.close();
+    await this.#reading;
+  }
+
+  async #watch(): Promise<void> {
+    const dirs = this.#dirs;
+    const parents = new Set([...dirs].map((d) => dirname(d)));
+    const relevant = (path: string) => parents.has(path) || dirs.has(path) || dirs.has(dirname(path));
+    const watcher = watch([...parents], {
+      depth: 1,
+      ignoreInitial: true,
+      followSymlinks: false,
+      ignorePermissionErrors: true,
+      ignored: (path: string) => !relevant(resolve(path)),
+    });
+    this.#watcher = watcher;
+    watcher.on('all', (_event, path) => {
+      if (dirs.has(resolve(path)) || dirs.has(dirname(resolve(path)))) this.#schedule();
+    });
+    watcher.on('raw', (_event, name, details) => {
+      const watchedPath = (details as { watchedPath?: string } | undefined)?.watchedPath;
+      if (watchedPath === undefined) return;
+      const watched = resolve(watchedPath);
+      const target = name ? join(watched, String(name)) : watched;
+      if (dirs.has(watched) || dirs.has(target) || dirs.has(dirname(watched))) this.#schedule();
+    });
+    // chokidar reports watch failures here; the next event or re-creation re-arms it.
+    watcher.on('error', () => undefined);
+    await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
+  }
+
+  #schedule(): void {
+    if (this.#closed || this.#started === undefined) return;
+    // Not reset by later events: reads are snapshot-consistent, so there is no need to
+    // wait for quiet, and a later event during or after the read causes one more read.
+    if (this.#timer) return;
+    this.#firstEventAt = Date.now();
+    this.#timer = setTimeout(() => this.#fire(), this.debounceMillis);
+  }
+
+  #fire(): void {
+    this.#timer = undefined;
+    const detectedAt = this.#firstEventAt ?? Date.now();
+    this.#firstEventAt = undefined;
+    if (this.#reading) {
+      // Re-read once the current read is done: it may have read the state before this event.
+      this.#pendingDetectedAt ??= detectedAt;
+      return;
+    }
+    this.#track(this.#reread(detectedAt));
+  }
+
+  #track(read: Promise<void>): void {
+    this.#reading = read
+      .catch(() => undefined)
+      .finally(() => {
+        this.#reading = undefined;
+        const pending = this.#pendingDetectedAt;
+        this.#pendingDetectedAt = undefined;
+        // (a pending timer reads soon anyway)
+        if (pending !== undefined && !this.#closed && !this.#timer) this.#track(this.#reread(pending));
+      });
+  }
+
+  #pendingDetectedAt: number | undefined;
+
+  async #reread(detectedAt: number): Promise<void> {
+    let snapshot: SourceSnapshot;
+    try {
+      snapshot = await this.#readSnapshot();
+    } catch (error) {
+      if (this.#closed) return;
+      const sourceError = error as SourceError;
+      if (sourceError.message === this.#lastErrorMessage) return;
+      this.#lastErrorMessage = sourceError.message;
+      // An 'error' event without a listener would throw; an unobserved source error is
+      // not worth crashing the process for.
+      if (this.listenerCount('error') > 0) this.#emitSafely('error', sourceError);
+      return;
+    }
+    if (this.#closed) return;
+    this.#lastErrorMessage = undefined;
+    const previous = this.#current;
+    if (previous?.fingerprint === snapshot.config.fingerprint) return;
+    this.#current = snapshot.config;
+    this.#emitSafely('change', {
+      previousFingerprint: previous?.fingerprint,
+      config: snapshot.config,
+      changedAt: snapshot.changedAt,
+      detectedAt,
+      emittedAt: Date.now(),
+    });
+  }
+
+  /** A throwing listener must not stop the watcher: its error is rethrown on its own. */
+  #emitSafely<K extends keyof SourceWatcherEvents>(event: K, ...args: SourceWatcherEvents[K]): void {
+    try {
+      (this.emit as (e: K, ...a: SourceWatcherEvents[K]) => boolean)(event, ...args);
+    } catch (error) {
+      process.nextTick(() => {
+        throw error;
+      });
+    }
+  }
+
+  /** Reads through `readSnapshot` when the source has it; only SourceErrors come out. */
+  async #readSnapshot(): Promise<SourceSnapshot> {
+    try {
+      if (this.source.readSnapshot) return await this.source.readSnapshot();
+      const config = await this.source.read();
+      return { config, changedAt: Date.now() };
+    } catch (error) {
+      throw isSourceError(error) ? error : relabel(error, this.source.description);
+    }
+  }
+}
