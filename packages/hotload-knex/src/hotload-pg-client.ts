@@ -5,11 +5,12 @@ import {
   type SourceError,
   SourceWatcher,
 } from 'hotload-core';
+import { ForceClosedError, redactError } from 'hotload-pg';
 import type { Knex } from 'knex';
 import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
 import { ConnectionGenerations } from './connection-generations.js';
-import { DrainTimeoutError } from './errors.js';
 import { HotloadKnexEvents, targetOf } from './events.js';
+import { type ForceClosable, forceCloseConnection, type PgWireModule } from './force-close.js';
 import {
   type HotloadKnexOptions,
   type ResolvedHotloadKnexOptions,
@@ -38,12 +39,7 @@ export interface HotloadKnexConfig extends Omit<Knex.Config, 'client' | 'connect
 }
 
 /** The raw connection Knex's pg client pools: a `pg.Client`, seen through what we touch. */
-interface PgRawConnection {
-  end(): Promise<void>;
-  __knex__disposed?: unknown;
-  /** pg's wire connection; its socket is destroyed to force-close with our error. */
-  connection?: { stream?: { destroy(error?: Error): void } };
-}
+type PgRawConnection = ForceClosable;
 
 /**
  * Knex's PostgreSQL client, reading its connection from a hotload source.
@@ -53,7 +49,7 @@ interface PgRawConnection {
  * opened from then on use the new config; the previous generation drains from Knex's own
  * pool: idle connections are destroyed at once, connections in use (queries, transactions,
  * streams) are destroyed when released, and after `drainTimeoutMillis` those still in use
- * are closed with a {@link DrainTimeoutError}. `knex.destroy()` also stops watching.
+ * are closed with hotload-pg's `ForceClosedError`. `knex.destroy()` also stops watching.
  */
 export class HotloadPgClient extends ClientPg {
   /** Switch and drain events and the current generation. */
@@ -103,7 +99,13 @@ export class HotloadPgClient extends ClientPg {
           verifyPgSettings(this.#driver(), this.#settingsFor(config), this.#options.verifyTimeoutMillis),
         apply: (change) => this.#switchTo(change, sourceDescription),
         failed: (change, error, attempt, retryInMillis) =>
-          this.hotload.emit('verifyFailed', { ...targetOf(change.config), error, attempt, retryInMillis }),
+          this.hotload.emit('verifyFailed', {
+            ...targetOf(change.config),
+            // pg errors can carry the client and its config: keep name, message and code only.
+            error: redactError(error, [change.config.password]),
+            attempt,
+            retryInMillis,
+          }),
       },
       { initialMillis: this.#options.retryInitialDelayMillis, maxMillis: this.#options.retryMaxDelayMillis },
       initial.fingerprint,
@@ -149,14 +151,9 @@ export class HotloadPgClient extends ClientPg {
   }
 
   #forceClose(generation: number, connections: readonly PgRawConnection[]): void {
-    const error = new DrainTimeoutError(generation, this.#options.drainTimeoutMillis);
-    for (const connection of connections) {
-      connection.__knex__disposed = error;
-      // Destroying the socket with our error hands that error to the holder's query;
-      // `end()` would report pg's generic "Connection terminated".
-      if (connection.connection?.stream) connection.connection.stream.destroy(error);
-      else void connection.end().catch(() => {});
-    }
+    const error = new ForceClosedError(generation, this.#options.drainTimeoutMillis);
+    const pg = this.driver as PgWireModule;
+    for (const connection of connections) forceCloseConnection(connection, error, pg);
     this.hotload.emit('forceClosed', { generation, connections: connections.length });
   }
 

@@ -1,6 +1,7 @@
 /** Public API of hotload-knex: Knex on a hotload source. */
+
+export { ForceClosedError } from 'hotload-pg';
 export { createHotloadKnex, type HotloadKnex } from './create-hotload-knex.js';
-export { DrainTimeoutError } from './errors.js';
 export {
   type DrainedEvent,
   type ForceClosedEvent,

@@ -7,7 +7,7 @@ export interface HotloadKnexOptions {
   /**
    * How long a retired generation's connections that are still in use (an open
    * transaction, a long query, a stream) may keep running after a switch before they are
-   * force-closed with a {@link DrainTimeoutError}. Default 30 000 ms.
+   * force-closed with hotload-pg's `ForceClosedError`. Default 30 000 ms.
    */
   drainTimeoutMillis?: number;
   /** Time limit for verifying a new config (connect + `SELECT 1`). Default 10 000 ms. */
