@@ -17,6 +17,12 @@ export { generatePassword, meetsPasswordSettings } from './password-generator.js
 export { formatProblem, type Problem } from './problems.js';
 export { type ClaimNames, claimNames, ProvisioningConflictError } from './provisioner.js';
 export {
+  EXIT_CODES,
+  type ReconcileFilesOptions,
+  type ReconcileFilesResult,
+  reconcileFiles,
+} from './reconcile-files.js';
+export {
   type ClaimOutcome,
   type ClaimResult,
   type PassOptions,

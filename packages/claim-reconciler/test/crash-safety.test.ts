@@ -1,0 +1,119 @@
+/**
+ * Crash injection: the real CLI is killed with SIGKILL before each state-changing step of
+ * provisioning and of rotation (HOTLOAD_RECONCILER_CRASH_AT_STEP=N). Right after the
+ * crash the published secret, if any, logs in; a restart converges and its secret logs in.
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readStatus, statusPath } from '../src/index.js';
+import { runCli } from './cli-runner.js';
+import { canLogin, claimYaml, configYaml, tempDir, writeMasterPassword } from './fixtures.js';
+
+let cluster: PostgresCluster;
+let work: { path: string; cleanup: () => Promise<void> };
+let configFile: string;
+const MAX_STEPS = 30; // bounds the loops; provisioning has about ten steps
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  work = await tempDir();
+  const passwordFile = await writeMasterPassword(work.path, cluster);
+  configFile = join(work.path, 'config.yaml');
+  await writeFile(configFile, configYaml({ main: { cluster, passwordFile } }));
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+  await work?.cleanup();
+});
+
+/** A claims folder with one claim named `name` (also its user and database name). */
+async function claimsFolder(name: string): Promise<string> {
+  const dir = join(work.path, `claims-${name}`);
+  await mkdir(dir, { recursive: true });
+  await writeFile(
+    join(dir, 'claim.yaml'),
+    claimYaml(name.replace(/_/g, '-'), { databaseName: name, instanceLabel: 'main', userName: name }),
+  );
+  return dir;
+}
+
+/** Whether the secret (if published) logs in; undefined when there is no secret. */
+async function secretLogsIn(out: string, name: string): Promise<boolean | undefined> {
+  const dir = join(out, 'default', name.replace(/_/g, '-'));
+  let user: string;
+  let password: string;
+  try {
+    user = await readFile(join(dir, 'username'), 'utf8');
+    password = await readFile(join(dir, 'password'), 'utf8');
+  } catch {
+    return undefined;
+  }
+  return canLogin(cluster, user, password, name);
+}
+
+async function expectConverged(claims: string, out: string, name: string): Promise<void> {
+  const restart = await runCli(['reconcile', '--config', configFile, '--claims', claims, '--out', out]);
+  expect(restart.stderr).toBe('');
+  expect(restart.code).toBe(0);
+  expect(await secretLogsIn(out, name)).toBe(true);
+  const status = await readStatus(statusPath(out, 'default', name.replace(/_/g, '-')));
+  expect(status?.activeUser).toBe(
+    await readFile(join(out, 'default', name.replace(/_/g, '-'), 'username'), 'utf8'),
+  );
+  expect(status?.error).toBeNull();
+}
+
+describe('crash safety', () => {
+  it('converges after a crash at every step of first provisioning', async () => {
+    let completedAt: number | undefined;
+    for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
+      const name = `crash_p${step}`;
+      const claims = await claimsFolder(name);
+      const out = join(work.path, `out-${name}`);
+      const run = await runCli(['reconcile', '--config', configFile, '--claims', claims, '--out', out], {
+        HOTLOAD_RECONCILER_CRASH_AT_STEP: String(step),
+      });
+      if (run.signal === null) {
+        expect(run.code).toBe(0);
+        completedAt = step;
+      } else {
+        expect(run.signal).toBe('SIGKILL');
+        expect(await secretLogsIn(out, name)).not.toBe(false); // absent, or working
+      }
+      await expectConverged(claims, out, name);
+    }
+    expect(completedAt).toBeGreaterThan(8); // every step of provisioning was crashed once
+  });
+
+  it('keeps a working secret through a crash at every step of a rotation', async () => {
+    const name = 'crash_rotation';
+    const claims = await claimsFolder(name);
+    const out = join(work.path, `out-${name}`);
+    expect((await runCli(['reconcile', '--config', configFile, '--claims', claims, '--out', out])).code).toBe(
+      0,
+    );
+    let completedAt: number | undefined;
+    for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
+      const before = await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8');
+      const run = await runCli(
+        ['reconcile', '--rotate', '--config', configFile, '--claims', claims, '--out', out],
+        {
+          HOTLOAD_RECONCILER_CRASH_AT_STEP: String(step),
+        },
+      );
+      if (run.signal === null) {
+        expect(run.code).toBe(0);
+        expect(await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8')).not.toBe(before);
+        completedAt = step;
+      } else {
+        expect(run.signal).toBe('SIGKILL');
+        expect(await secretLogsIn(out, name)).toBe(true);
+      }
+      await expectConverged(claims, out, name);
+    }
+    expect(completedAt).toBeGreaterThan(2);
+  });
+});
