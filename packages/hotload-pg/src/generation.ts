@@ -42,6 +42,9 @@ export class Generation {
   outstanding = 0;
   /** Checked-out clients and pg-pool's release function of each. */
   readonly #checkedOut = new Map<pg.PoolClient, (err?: Error | boolean) => void>();
+  /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
+  #live = 0;
+  #lastRemoved: (() => void) | undefined;
   #closing: Promise<GenerationClosed> | undefined;
   #forceClosedError: ForceClosedError | undefined;
 
@@ -59,12 +62,19 @@ export class Generation {
   ) {
     this.pool = new pg.Pool(config);
     this.max = this.pool.options.max;
+    this.pool.on('connect', () => this.#live++);
+    this.pool.on('remove', () => {
+      if (--this.#live === 0) this.#lastRemoved?.();
+    });
   }
 
   /** True while a checkout would not have to wait inside the generation's pool. */
   hasCapacity(): boolean {
     return this.outstanding < this.max;
   }
+
+  /** True once {@link close} has finished. */
+  closed = false;
 
   /** Checked-out client count (for the hotload pool's metrics). */
   get checkedOut(): number {
@@ -146,7 +156,11 @@ export class Generation {
     // pool before that tick would strand it. setImmediate runs after those ticks.
     await new Promise((resolve) => setImmediate(resolve));
     await this.pool.end();
+    // pg-pool's end() resolves once its clients are *asked* to end; a generation is closed
+    // when their sockets are, so nothing of it outlives the pool's end().
+    if (this.#live > 0) await new Promise<void>((resolve) => (this.#lastRemoved = resolve));
     clearTimeout(timer);
+    this.closed = true;
     this.hooks.onClosed(this);
     return { closeMillis: performance.now() - started, forceClosed };
   }

@@ -388,7 +388,11 @@ export class Pool extends EventEmitter implements SwitchTarget {
 
   /** Forwards a pg-pool event of one generation; 'error' always (pg-pool must not throw it unheard). */
   #forward(generation: Generation, event: ForwardedEvent): void {
-    generation.pool.on(event, (...args: unknown[]) => this.emit(event, ...args));
+    generation.pool.on(event, (...args: unknown[]) => {
+      // A socket error that races a closed generation's last goodbye concerns nobody.
+      if (event === 'error' && generation.closed) return;
+      this.emit(event, ...args);
+    });
   }
 
   /** Forwards connect/acquire/release/remove only once someone listens: nothing per query otherwise. */

@@ -82,9 +82,9 @@ describe('query', () => {
 
   it('reads a pg-cursor submittable and returns the client once it is closed', async () => {
     const pool = newPool({ max: 1 });
-    const cursor = pool.query(new Cursor('SELECT generate_series(1, 10) AS n'));
+    const cursor = pool.query(new Cursor<{ n: number }>('SELECT generate_series(1, 10) AS n'));
     const first = await cursor.read(3);
-    expect(first.map((row: { n: number }) => row.n)).toEqual([1, 2, 3]);
+    expect(first.map((row) => row.n)).toEqual([1, 2, 3]);
     await cursor.close();
     expect((await pool.query('SELECT 2 AS ok')).rows).toEqual([{ ok: 2 }]);
     await pool.end();

@@ -1,0 +1,292 @@
+/**
+ * Generation switching against real PostgreSQL, driven by `pool.switchTo(config)` (the
+ * same path a source change takes, without the file watcher).
+ */
+import { ForceClosedError, Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
+import { FaultProxy, type PostgresCluster, startCluster } from 'hotload-test-support';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { configFor, createRole, nextEvent, sessions } from './helpers.js';
+
+let cluster: PostgresCluster;
+beforeAll(async () => {
+  cluster = await startCluster();
+  await createRole(cluster, 'app_a', 'pw_a_1');
+  await createRole(cluster, 'app_b', 'pw_b_1');
+  await cluster.query('GRANT pg_read_all_stats TO app_a, app_b');
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+/** A pool on the `hotload` path (no source; switches come from switchTo). */
+function poolFor(
+  user: string,
+  password: string,
+  options: pg.PoolConfig & { drainTimeoutMillis?: number } = {},
+) {
+  const { drainTimeoutMillis, ...pgOptions } = options;
+  const pool = new Pool({
+    ...cluster.connectionConfig({ user, password }),
+    ...pgOptions,
+    hotload: { drainTimeoutMillis, verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 200 },
+  });
+  const events: unknown[] = [];
+  for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError']) {
+    pool.on(name, (event: unknown) => events.push(event));
+  }
+  return { pool, events };
+}
+
+/** Runs `SELECT` in `concurrency` loops until `stop()`; counts successes and failures. */
+function load(pool: Pool, concurrency: number) {
+  let running = true;
+  const stats = { ok: 0, failed: [] as Error[] };
+  const loops = Array.from({ length: concurrency }, async () => {
+    while (running) {
+      try {
+        await pool.query('SELECT current_user, pg_sleep(0.001)');
+        stats.ok++;
+      } catch (error) {
+        stats.failed.push(error as Error);
+      }
+    }
+  });
+  return {
+    stats,
+    stop: async () => {
+      running = false;
+      await Promise.all(loops);
+      return stats;
+    },
+  };
+}
+
+describe('password rotation', () => {
+  it('rotates under concurrent load without a failed query; new connections use the new password', async () => {
+    const { pool, events } = poolFor('app_a', 'pw_a_1', { max: 4 });
+    const traffic = load(pool, 8);
+    for (let round = 2; round <= 6; round++) {
+      const password = `pw_a_${round}`;
+      await cluster.query(`ALTER ROLE app_a PASSWORD '${password}'`);
+      const drained = nextEvent(pool, 'drained');
+      const switched = await pool.switchTo(
+        configFor(cluster, { user: 'app_a', password, applicationName: `rotation-${round}` }),
+      );
+      expect(switched).toBe(true);
+      await drained;
+    }
+    const stats = await traffic.stop();
+    expect(stats.failed).toEqual([]);
+    expect(stats.ok).toBeGreaterThan(0);
+    // Only the last generation's sessions remain, and the old password no longer works.
+    const left = (await sessions(cluster)).filter((s) => s.usename === 'app_a');
+    expect(left.length).toBeGreaterThan(0);
+    expect(new Set(left.map((s) => s.application_name))).toEqual(new Set(['rotation-6']));
+    const text = JSON.stringify(events);
+    for (let round = 1; round <= 6; round++) expect(text).not.toContain(`pw_a_${round}`);
+    expect(events.filter((e) => (e as SwitchEvent).toGeneration !== undefined)).toHaveLength(5);
+    await pool.end();
+  });
+});
+
+describe('login-role switch', () => {
+  it('moves from app_a to app_b; after the drain no app_a session remains', async () => {
+    await cluster.query("ALTER ROLE app_a PASSWORD 'role_a'");
+    await cluster.query("ALTER ROLE app_b PASSWORD 'role_b'");
+    const { pool } = poolFor('app_a', 'role_a', { max: 3 });
+    const traffic = load(pool, 6);
+    await nextEvent(pool, 'acquire'); // some work on app_a first
+    const drained = nextEvent(pool, 'drained');
+    await pool.switchTo(configFor(cluster, { user: 'app_b', password: 'role_b' }));
+    await drained;
+    const stats = await traffic.stop();
+    expect(stats.failed).toEqual([]);
+    const users = new Set((await sessions(cluster)).map((s) => s.usename));
+    expect(users.has('app_a')).toBe(false);
+    expect(users.has('app_b')).toBe(true);
+    expect((await pool.query('SELECT current_user AS u')).rows).toEqual([{ u: 'app_b' }]);
+    await pool.end();
+  });
+});
+
+describe('waiters and transactions', () => {
+  it('serves a checkout that waits at switch time from the new generation', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword, { max: 1 });
+    const held = await pool.connect();
+    const waiting = pool.connect();
+    expect(pool.waitingCount).toBe(1);
+    await pool.switchTo(configFor(cluster, { applicationName: 'next-generation' }));
+    const served = await waiting;
+    const app = await served.query('SHOW application_name');
+    expect(app.rows[0].application_name).toBe('next-generation');
+    served.release();
+    held.release();
+    await pool.end();
+  });
+
+  it('lets a transaction open across a switch commit on its original connection', async () => {
+    await cluster.query('CREATE TABLE IF NOT EXISTS tx_across (v int)');
+    const { pool } = poolFor('postgres', cluster.superuserPassword);
+    const client = await pool.connect();
+    const pid = (await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    await client.query('BEGIN');
+    await client.query('INSERT INTO tx_across VALUES (1)');
+    const drained = nextEvent(pool, 'drained');
+    await pool.switchTo(configFor(cluster, { applicationName: 'after-tx' }));
+    // New work goes to the new generation while the transaction is still open.
+    expect((await pool.query('SHOW application_name')).rows[0].application_name).toBe('after-tx');
+    await client.query('INSERT INTO tx_across VALUES (2)');
+    expect((await client.query('SELECT pg_backend_pid() AS pid')).rows[0].pid).toBe(pid);
+    await client.query('COMMIT');
+    client.release();
+    const event = await drained;
+    expect(event).toMatchObject({ forced: false });
+    expect((await pool.query('SELECT count(*)::int AS n FROM tx_across')).rows).toEqual([{ n: 2 }]);
+    await pool.end();
+  });
+
+  it('force-closes a client held past drainTimeoutMillis with a clear error', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword, { drainTimeoutMillis: 300 });
+    const client = await pool.connect();
+    await client.query('BEGIN');
+    const inFlight = client.query('SELECT pg_sleep(30)').then(
+      () => undefined,
+      (error: Error) => error,
+    );
+    const forceClosed = nextEvent<{ generation: number; clients: number }>(pool, 'forceClosed');
+    const drained = nextEvent(pool, 'drained');
+    await pool.switchTo(configFor(cluster, { applicationName: 'after-force' }));
+    expect(await forceClosed).toMatchObject({ generation: 1, clients: 1 });
+    const error = await inFlight;
+    expect(error).toBeInstanceOf(ForceClosedError);
+    expect(error?.message).toMatch(/generation 1 .*300 ms/);
+    await expect(client.query('SELECT 1')).rejects.toBeInstanceOf(ForceClosedError);
+    expect(await drained).toMatchObject({ generation: 1, forced: true });
+    client.release(); // the holder's release after the fact is harmless
+    expect((await pool.query('SHOW application_name')).rows[0].application_name).toBe('after-force');
+    await pool.end();
+  });
+});
+
+describe('secret ahead of the database', () => {
+  it('keeps serving on the old generation, reports, and switches once the database accepts the password', async () => {
+    await cluster.query("ALTER ROLE app_a PASSWORD 'early_1'");
+    const { pool, events } = poolFor('app_a', 'early_1');
+    const traffic = load(pool, 4);
+    const failed = nextEvent<VerifyFailedEvent>(pool, 'verifyFailed', (e) => e.attempt >= 2);
+    const switched = pool.switchTo(configFor(cluster, { user: 'app_a', password: 'early_2_not_yet' }));
+    const failure = await failed;
+    expect(failure.error.message).toMatch(/password authentication failed/);
+    expect(pool.generation).toBe(1);
+    await cluster.query("ALTER ROLE app_a PASSWORD 'early_2_not_yet'");
+    expect(await switched).toBe(true);
+    expect(pool.generation).toBeGreaterThan(1);
+    const stats = await traffic.stop();
+    expect(stats.failed).toEqual([]);
+    const text =
+      JSON.stringify(events) + events.map((e) => String((e as { error?: Error }).error?.stack)).join();
+    expect(text).not.toContain('early_1');
+    expect(text).not.toContain('early_2_not_yet');
+    await pool.end();
+  });
+
+  it('converges to the newest config when a newer change supersedes a failing one', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword);
+    const failing = pool.switchTo(configFor(cluster, { password: 'never-valid' }));
+    await nextEvent(pool, 'verifyFailed');
+    const good = pool.switchTo(configFor(cluster, { applicationName: 'newest' }));
+    expect(await failing).toBe(false);
+    expect(await good).toBe(true);
+    expect((await pool.query('SHOW application_name')).rows[0].application_name).toBe('newest');
+    expect(pool.otherGenerations.length).toBeLessThanOrEqual(1); // at most the draining one
+    await pool.end();
+    expect(pool.totalCount).toBe(0);
+  });
+});
+
+describe('another server', () => {
+  it('moves new work to a second cluster and closes the old pool', async () => {
+    const second = await startCluster();
+    try {
+      const { pool } = poolFor('postgres', cluster.superuserPassword);
+      const traffic = load(pool, 4);
+      const drained = nextEvent(pool, 'drained');
+      await pool.switchTo(configFor(second));
+      await drained;
+      const stats = await traffic.stop();
+      expect(stats.failed).toEqual([]);
+      const port = await pool.query('SHOW port');
+      expect(Number(port.rows[0].port)).toBe(second.port);
+      expect(pool.otherGenerations).toEqual([]);
+      await pool.end();
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('faults', () => {
+  it('recovers from a database restart, outside and during a switch; end() does not hang', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword, { max: 2 });
+    pool.on('error', () => {}); // idle clients die with the server: pg reports them here
+    await pool.query('SELECT 1');
+    await cluster.restart();
+    await eventually(() => pool.query('SELECT 1'));
+    const switching = pool.switchTo(configFor(cluster, { applicationName: 'after-restart' }));
+    await cluster.restart();
+    expect(await switching).toBe(true);
+    await eventually(async () =>
+      expect((await pool.query('SHOW application_name')).rows[0].application_name).toBe('after-restart'),
+    );
+    await pool.end();
+    expect(pool.ended).toBe(true);
+  });
+
+  it('recovers from a network cut, outside and during a switch; end() does not hang', async () => {
+    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
+    try {
+      const viaProxy = (applicationName: string) =>
+        configFor(cluster, { applicationName }).with({ host: proxy.host, port: proxy.port });
+      const pool = new Pool({
+        ...cluster.connectionConfig({ host: proxy.host, port: proxy.port }),
+        hotload: { verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 100, verifyTimeoutMillis: 2_000 },
+      });
+      pool.on('error', () => {});
+      await pool.query('SELECT 1');
+      proxy.resetAll();
+      await eventually(() => pool.query('SELECT 1'));
+      proxy.resetAll(); // a full cut: open connections die, new ones are refused
+      await proxy.refuseNew();
+      const failed = nextEvent(pool, 'verifyFailed');
+      const switching = pool.switchTo(viaProxy('after-cut'));
+      await failed;
+      await proxy.resume();
+      expect(await switching).toBe(true);
+      await eventually(async () =>
+        expect((await pool.query('SHOW application_name')).rows[0].application_name).toBe('after-cut'),
+      );
+      proxy.stall();
+      const stuck = pool.query('SELECT 1').catch((error: Error) => error);
+      proxy.resetAll();
+      await stuck;
+      await proxy.resume();
+      await pool.end();
+      expect(pool.ended).toBe(true);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+/** Retries `attempt` (bounded) until it stops throwing: the pool's recovery has no event. */
+async function eventually<T>(attempt: () => Promise<T>, tries = 100): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (i >= tries) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
