@@ -55,12 +55,14 @@ export class HotloadPgClient extends ClientPg {
   /** Switch and drain events and the current generation. */
   readonly hotload: HotloadKnexEvents;
 
-  readonly #options: ResolvedHotloadKnexOptions;
-  readonly #watcher: SourceWatcher;
-  readonly #generations: ConnectionGenerations<PgRawConnection>;
-  readonly #staticSettings: Readonly<Record<string, unknown>>;
-  #switcher: VerifiedConfigSwitcher | undefined;
-  #closed = false;
+  // Plain (not #private) members: Knex derives per-call clients with Object.create(client)
+  // (migrations, withUserParams), and #private members are not reachable through a prototype.
+  private readonly hotloadOptions: ResolvedHotloadKnexOptions;
+  private readonly watcher: SourceWatcher;
+  private readonly generations: ConnectionGenerations<PgRawConnection>;
+  private readonly staticSettings: Readonly<Record<string, unknown>>;
+  private switcher: VerifiedConfigSwitcher | undefined;
+  private closed = false;
 
   constructor(config: HotloadKnexConfig) {
     if (typeof config.connection === 'function' || typeof config.connection === 'string') {
@@ -69,18 +71,20 @@ export class HotloadPgClient extends ClientPg {
       );
     }
     super(config as Knex.Config);
-    this.#options = resolveHotloadKnexOptions(config.hotload);
-    this.#staticSettings = { ...(config.connection ?? {}) };
-    this.#generations = new ConnectionGenerations<PgRawConnection>(this.#options.drainTimeoutMillis, {
+    this.hotloadOptions = resolveHotloadKnexOptions(config.hotload);
+    this.staticSettings = { ...(config.connection ?? {}) };
+    this.generations = new ConnectionGenerations<PgRawConnection>(this.hotloadOptions.drainTimeoutMillis, {
       drained: (generation) => this.hotload.emit('drained', { generation }),
-      drainTimedOut: (generation, connections) => this.#forceClose(generation, connections),
+      drainTimedOut: (generation, connections) => this.forceClose(generation, connections),
     });
-    const source = createSource(this.#options.source);
-    this.#watcher = new SourceWatcher(
+    const source = createSource(this.hotloadOptions.source);
+    this.watcher = new SourceWatcher(
       source,
-      this.#options.debounceMillis === undefined ? {} : { debounceMillis: this.#options.debounceMillis },
+      this.hotloadOptions.debounceMillis === undefined
+        ? {}
+        : { debounceMillis: this.hotloadOptions.debounceMillis },
     );
-    const ready = this.#start(source.description);
+    const ready = this.startWatching(source.description);
     // Failures surface through `ready` and every connection attempt, never as an unhandled rejection.
     ready.catch(() => {});
     this.hotload = new HotloadKnexEvents(ready);
@@ -89,15 +93,19 @@ export class HotloadPgClient extends ClientPg {
     if (!this.pool && config.pool?.max !== 0) this.initializePool(this.config);
   }
 
-  async #start(sourceDescription: string): Promise<ConnectionConfig> {
-    this.#watcher.on('error', (error: SourceError) => this.hotload.emit('sourceError', error));
-    const initial = await this.#watcher.start();
-    this.#useConfig(initial);
-    this.#switcher = new VerifiedConfigSwitcher(
+  private async startWatching(sourceDescription: string): Promise<ConnectionConfig> {
+    this.watcher.on('error', (error: SourceError) => this.hotload.emit('sourceError', error));
+    const initial = await this.watcher.start();
+    this.useConfig(initial);
+    this.switcher = new VerifiedConfigSwitcher(
       {
         verify: (config) =>
-          verifyPgSettings(this.#driver(), this.#settingsFor(config), this.#options.verifyTimeoutMillis),
-        apply: (change) => this.#switchTo(change, sourceDescription),
+          verifyPgSettings(
+            this.pgModule(),
+            this.settingsFor(config),
+            this.hotloadOptions.verifyTimeoutMillis,
+          ),
+        apply: (change) => this.switchTo(change, sourceDescription),
         failed: (change, error, attempt, retryInMillis) =>
           this.hotload.emit('verifyFailed', {
             ...targetOf(change.config),
@@ -107,26 +115,29 @@ export class HotloadPgClient extends ClientPg {
             retryInMillis,
           }),
       },
-      { initialMillis: this.#options.retryInitialDelayMillis, maxMillis: this.#options.retryMaxDelayMillis },
+      {
+        initialMillis: this.hotloadOptions.retryInitialDelayMillis,
+        maxMillis: this.hotloadOptions.retryMaxDelayMillis,
+      },
       initial.fingerprint,
     );
-    this.#watcher.on('change', (change) => this.#switcher?.offer(change));
-    if (this.#closed) await this.#watcher.close();
+    this.watcher.on('change', (change) => this.switcher?.offer(change));
+    if (this.closed) await this.watcher.close();
     return initial;
   }
 
   /** Makes `config` the one new connections use and starts a generation for it. */
-  #useConfig(config: ConnectionConfig): number {
-    this.connectionSettings = this.#settingsFor(config);
-    const generation = this.#generations.advance();
+  private useConfig(config: ConnectionConfig): number {
+    this.connectionSettings = this.settingsFor(config);
+    const generation = this.generations.advance();
     this.hotload.setCurrent(generation, config);
     return generation;
   }
 
-  #switchTo(change: ChangeEvent, sourceDescription: string): void {
-    if (this.#closed) return;
-    const previousGeneration = this.#generations.current;
-    const generation = this.#useConfig(change.config);
+  private switchTo(change: ChangeEvent, sourceDescription: string): void {
+    if (this.closed) return;
+    const previousGeneration = this.generations.current;
+    const generation = this.useConfig(change.config);
     this.hotload.emit('switch', {
       ...targetOf(change.config),
       generation,
@@ -135,23 +146,23 @@ export class HotloadPgClient extends ClientPg {
       detectedAt: change.detectedAt,
       switchedAt: Date.now(),
     });
-    this.#destroyStaleIdle();
+    this.destroyStaleIdle();
   }
 
-  #settingsFor(config: ConnectionConfig): PgSettings {
-    return pgSettingsFor(this.#staticSettings, config);
+  private settingsFor(config: ConnectionConfig): PgSettings {
+    return pgSettingsFor(this.staticSettings, config);
   }
 
-  #driver(): PgClientConstructor {
+  private pgModule(): PgClientConstructor {
     return this.driver as PgClientConstructor;
   }
 
-  #destroyStaleIdle(): void {
-    destroyIdleResources(this.pool, (connection) => this.#generations.isStale(connection as PgRawConnection));
+  private destroyStaleIdle(): void {
+    destroyIdleResources(this.pool, (connection) => this.generations.isStale(connection as PgRawConnection));
   }
 
-  #forceClose(generation: number, connections: readonly PgRawConnection[]): void {
-    const error = new ForceClosedError(generation, this.#options.drainTimeoutMillis);
+  private forceClose(generation: number, connections: readonly PgRawConnection[]): void {
+    const error = new ForceClosedError(generation, this.hotloadOptions.drainTimeoutMillis);
     const pg = this.driver as PgWireModule;
     for (const connection of connections) forceCloseConnection(connection, error, pg);
     this.hotload.emit('forceClosed', { generation, connections: connections.length });
@@ -165,16 +176,16 @@ export class HotloadPgClient extends ClientPg {
   override async acquireRawConnection(): Promise<unknown> {
     await this.hotload.ready;
     for (;;) {
-      const generation = this.#generations.current;
+      const generation = this.generations.current;
       let connection: PgRawConnection;
       try {
         connection = (await super.acquireRawConnection()) as PgRawConnection;
       } catch (error) {
-        if (generation !== this.#generations.current && !this.#closed) continue;
+        if (generation !== this.generations.current && !this.closed) continue;
         throw error;
       }
-      if (generation === this.#generations.current || this.#closed) {
-        this.#generations.add(connection, generation);
+      if (generation === this.generations.current || this.closed) {
+        this.generations.add(connection, generation);
         return connection;
       }
       await connection.end().catch(() => {});
@@ -185,7 +196,7 @@ export class HotloadPgClient extends ClientPg {
     try {
       await super.destroyRawConnection(connection);
     } finally {
-      this.#generations.remove(connection as PgRawConnection);
+      this.generations.remove(connection as PgRawConnection);
     }
   }
 
@@ -193,27 +204,27 @@ export class HotloadPgClient extends ClientPg {
   override validateConnection(connection: unknown): Promise<boolean> {
     // Knex awaits this inside its own async validate, so a plain boolean is enough and
     // spares a promise per query; Knex's typings just say Promise.
-    return !this.#generations.isStale(connection as PgRawConnection) as unknown as Promise<boolean>;
+    return !this.generations.isStale(connection as PgRawConnection) as unknown as Promise<boolean>;
   }
 
   /** Returns a connection to the pool; one of a retired generation is destroyed instead. */
   override releaseConnection(connection: unknown): Promise<void> {
     const released = super.releaseConnection(connection) as Promise<void>;
-    if (this.#generations.isStale(connection as PgRawConnection)) this.#destroyStaleIdle();
+    if (this.generations.isStale(connection as PgRawConnection)) this.destroyStaleIdle();
     return released;
   }
 
   /** Stops watching the source, then destroys the pool (every generation) as Knex does. */
   override async destroy(callback?: (error?: unknown) => void): Promise<void> {
-    this.#closed = true;
-    this.#switcher?.close();
+    this.closed = true;
+    this.switcher?.close();
     try {
-      await this.#watcher.close();
+      await this.watcher.close();
     } finally {
       try {
         await super.destroy(callback);
       } finally {
-        this.#generations.close();
+        this.generations.close();
       }
     }
   }

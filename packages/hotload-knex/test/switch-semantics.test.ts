@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { createHotloadKnex, ForceClosedError, type HotloadKnex, HotloadPgClient } from 'hotload-knex';
+import { createHotloadKnex, ForceClosedError, HotloadPgClient } from 'hotload-knex';
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
 import knex from 'knex';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
