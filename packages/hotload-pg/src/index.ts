@@ -12,5 +12,6 @@ export type {
   VerifyFailedEvent,
 } from './events.js';
 export type { HotloadOptions, PoolConfig } from './options.js';
+export { createPgModule, type PgModule } from './pg-module.js';
 export { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
 export { Pool } from './pool.js';
