@@ -10,6 +10,13 @@ import type { StepHook } from './steps.js';
 /** SQLSTATE codes treated as "someone (an earlier, crashed run) already did it". */
 const DUPLICATE_DATABASE = '42P04';
 const DUPLICATE_OBJECT = '42710';
+/** A concurrent CREATE of the same name can also surface as a catalog unique violation. */
+const UNIQUE_VIOLATION = '23505';
+
+function alreadyExists(error: unknown, code: string): boolean {
+  const actual = (error as { code?: string }).code;
+  return actual === code || actual === UNIQUE_VIOLATION;
+}
 
 /** The database and role names a claim owns. */
 export interface ClaimNames {
@@ -74,10 +81,7 @@ export class Provisioner {
   /** Reads the database owner and the claim's roles. */
   async observe(): Promise<ObservedDatabase> {
     const { database, baseRole, users } = this.names;
-    const db = await this.master.query<{ owner: string }>(
-      'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
-      [database],
-    );
+    const databaseOwner = await this.databaseOwner();
     const roles = await this.master.query<{
       rolname: string;
       rolcanlogin: boolean;
@@ -93,7 +97,7 @@ export class Provisioner {
       [[baseRole, ...users], baseRole],
     );
     return {
-      databaseOwner: db.rows[0]?.owner,
+      databaseOwner,
       roles: new Map(
         roles.rows.map((r) => [
           r.rolname,
@@ -106,6 +110,14 @@ export class Provisioner {
         ]),
       ),
     };
+  }
+
+  private async databaseOwner(): Promise<string | undefined> {
+    const { rows } = await this.master.query<{ owner: string }>(
+      'SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1',
+      [this.names.database],
+    );
+    return rows[0]?.owner;
   }
 
   /** Creates whatever is missing: base role, database, login users, memberships, grants. */
@@ -121,11 +133,10 @@ export class Provisioner {
         rolesCreated.push(baseRole);
     }
     let databaseCreated = false;
-    if (observed.databaseOwner === undefined) {
-      databaseCreated = await this.createDatabase();
-    } else if (observed.databaseOwner !== baseRole) {
-      await this.grantOnSharedDatabase();
-    }
+    if (observed.databaseOwner === undefined) databaseCreated = await this.createDatabase();
+    // Created meanwhile by another claim (or pre-existing): work in it without owning it.
+    const owner = databaseCreated ? baseRole : (observed.databaseOwner ?? (await this.databaseOwner()));
+    if (owner !== baseRole) await this.grantOnSharedDatabase();
     for (const user of users) {
       const role = observed.roles.get(user);
       if (!role) {
@@ -191,7 +202,7 @@ export class Provisioner {
       await this.master.query(sql);
       return true;
     } catch (error) {
-      if ((error as { code?: string }).code === DUPLICATE_OBJECT) return false;
+      if (alreadyExists(error, DUPLICATE_OBJECT)) return false;
       throw error;
     }
   }
@@ -206,7 +217,7 @@ export class Provisioner {
       );
       return true;
     } catch (error) {
-      if ((error as { code?: string }).code === DUPLICATE_DATABASE) return false;
+      if (alreadyExists(error, DUPLICATE_DATABASE)) return false;
       throw error;
     }
   }
@@ -217,18 +228,19 @@ export class Provisioner {
    */
   private async grantOnSharedDatabase(): Promise<void> {
     const { database, baseRole } = this.names;
+    // CREATE on the database is granted last, so it marks both grants as done.
     const granted = await this.master.query<{ ok: boolean }>(
-      `SELECT has_database_privilege($1, $2, 'CREATE, CONNECT, TEMPORARY') AS ok`,
+      `SELECT has_database_privilege($1, $2, 'CREATE') AS ok`,
       [baseRole, database],
     );
     if (granted.rows[0]?.ok) return;
-    await this.step(`grant-database ${database}`);
-    await this.master.query(
-      `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
-    );
     await this.step(`grant-schema ${database}.public`);
     await this.master.inDatabase(database, (client) =>
       client.query(`GRANT ALL ON SCHEMA public TO ${quoteIdentifier(baseRole)}`),
+    );
+    await this.step(`grant-database ${database}`);
+    await this.master.query(
+      `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
     );
   }
 }

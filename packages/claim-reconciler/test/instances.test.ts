@@ -1,0 +1,228 @@
+/**
+ * Several fragment keys and two real instances: longest-prefix matching, host/port
+ * overrides, moving a claim to another instance, and the deletion policies.
+ */
+import { randomBytes } from 'node:crypto';
+import { access, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type DatabaseClaim,
+  parseClaims,
+  parseReconcilerConfig,
+  Reconciler,
+  type ReconcilerConfig,
+  readStatus,
+  statusPath,
+} from '../src/index.js';
+import {
+  claimYaml,
+  configYaml,
+  rolesLike,
+  tempDir,
+  withSecretClient,
+  writeMasterPassword,
+} from './fixtures.js';
+
+let a: PostgresCluster;
+let b: PostgresCluster;
+let work: { path: string; cleanup: () => Promise<void> };
+let config: ReconcilerConfig;
+
+beforeAll(async () => {
+  // One superuser password for both, so a claim's host/port override can reuse a fragment key's login.
+  const superuserPassword = randomBytes(18).toString('base64url');
+  [a, b] = await Promise.all([startCluster({ superuserPassword }), startCluster({ superuserPassword })]);
+  work = await tempDir();
+  const passwordFile = await writeMasterPassword(work.path, a);
+  config = parseReconcilerConfig(
+    configYaml({
+      atlas: { cluster: a, passwordFile },
+      'atlas.recyclebin': { cluster: b, passwordFile },
+      athena: { cluster: a, passwordFile },
+    }),
+    join(work.path, 'config.yaml'),
+  );
+});
+
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+  await work?.cleanup();
+});
+
+function claims(...docs: Array<[string, Record<string, string | number>]>): DatabaseClaim[] {
+  const parsed = parseClaims(docs.map(([name, spec]) => claimYaml(name, spec)).join('---\n'), 'claims.yaml');
+  expect(parsed.problems).toEqual([]);
+  return parsed.claims;
+}
+
+async function databaseExists(cluster: PostgresCluster, name: string): Promise<boolean> {
+  const { rows } = await cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+  return rows.length === 1;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+describe('fragment key matching', () => {
+  it('matches the longest fragment key prefix, honours host/port overrides, and reports a label matching none', async () => {
+    const out = join(work.path, 'out-match');
+    const result = await new Reconciler({ config, outputDir: out }).reconcile(
+      claims(
+        ['deep', { databaseName: 'deep', instanceLabel: 'atlas.recyclebin.v2', userName: 'deep' }],
+        ['shallow', { databaseName: 'shallow', instanceLabel: 'atlas.other', userName: 'shallow' }],
+        [
+          'override',
+          {
+            databaseName: 'override',
+            instanceLabel: 'atlas',
+            userName: 'override',
+            host: b.host,
+            port: b.port,
+          },
+        ],
+        ['nomatch', { databaseName: 'nomatch', instanceLabel: 'atlasx', userName: 'nomatch' }],
+      ),
+    );
+    const byClaim = Object.fromEntries(result.outcomes.map((o) => [o.claim, o]));
+    expect(byClaim['default/deep']).toMatchObject({ result: 'created', matchedLabel: 'atlas.recyclebin' });
+    expect(byClaim['default/shallow']).toMatchObject({ result: 'created', matchedLabel: 'atlas' });
+    expect(byClaim['default/override']).toMatchObject({ result: 'created', matchedLabel: 'atlas' });
+    expect(byClaim['default/nomatch']).toMatchObject({ result: 'error' });
+
+    expect(await databaseExists(b, 'deep')).toBe(true);
+    expect(await databaseExists(a, 'deep')).toBe(false);
+    expect(await databaseExists(a, 'shallow')).toBe(true);
+    expect(await databaseExists(b, 'override')).toBe(true);
+    expect(await databaseExists(a, 'override')).toBe(false);
+    expect(await readFile(join(out, 'default', 'override', 'port'), 'utf8')).toBe(String(b.port));
+
+    const status = await readStatus(statusPath(out, 'default', 'nomatch'));
+    expect(status).toMatchObject({ matchedLabel: null, activeUser: null });
+    expect(status?.error).toBe(
+      'instanceLabel "atlasx" matches no fragment key (known: atlas, atlas.recyclebin, athena)',
+    );
+    expect(await exists(join(out, 'default', 'nomatch'))).toBe(false);
+    expect(await rolesLike(a, 'nomatch')).toEqual([]);
+  });
+});
+
+describe('instance change', () => {
+  it('provisions on the new instance, republishes there, and drops the old database under Delete', async () => {
+    const out = join(work.path, 'out-move');
+    const reconciler = new Reconciler({ config, outputDir: out });
+    const spec = { databaseName: 'mover', userName: 'mover', deletionPolicy: 'Delete' };
+    await reconciler.reconcile(claims(['mover', { ...spec, instanceLabel: 'atlas' }]));
+    const dir = join(out, 'default', 'mover');
+    await withSecretClient(dir, (client) => client.query('CREATE TABLE on_a (x int)'));
+
+    const result = await reconciler.reconcile(
+      claims(['mover', { ...spec, instanceLabel: 'atlas.recyclebin' }]),
+    );
+    expect(result.outcomes).toMatchObject([
+      { result: 'moved', matchedLabel: 'atlas.recyclebin', activeUser: 'mover_b' },
+    ]);
+    expect(await readFile(join(dir, 'port'), 'utf8')).toBe(String(b.port));
+    await withSecretClient(dir, (client) => client.query('CREATE TABLE on_b (x int)'));
+    expect(await databaseExists(a, 'mover')).toBe(false);
+    expect(await rolesLike(a, 'mover')).toEqual([]);
+    expect(await rolesLike(b, 'mover')).toEqual(['mover', 'mover_a', 'mover_b']);
+    expect(await readStatus(statusPath(out, 'default', 'mover'))).toMatchObject({
+      error: null,
+      retired: [],
+      binding: { label: 'atlas.recyclebin', port: b.port },
+    });
+  });
+
+  it('keeps the old database under Orphan', async () => {
+    const out = join(work.path, 'out-move-orphan');
+    const reconciler = new Reconciler({ config, outputDir: out });
+    const spec = { databaseName: 'stayer', userName: 'stayer', deletionPolicy: 'Orphan' };
+    await reconciler.reconcile(claims(['stayer', { ...spec, instanceLabel: 'atlas' }]));
+    const result = await reconciler.reconcile(
+      claims(['stayer', { ...spec, instanceLabel: 'atlas.recyclebin' }]),
+    );
+    expect(result.outcomes).toMatchObject([{ result: 'moved' }]);
+    expect(await databaseExists(a, 'stayer')).toBe(true);
+    expect(await databaseExists(b, 'stayer')).toBe(true);
+  });
+});
+
+describe('deletion', () => {
+  it('Delete drops the database and users once no other claim uses the database, and removes the secret', async () => {
+    const out = join(work.path, 'out-delete');
+    const reconciler = new Reconciler({ config, outputDir: out });
+    const first = [
+      'gone1',
+      { databaseName: 'shared_db', instanceLabel: 'athena', userName: 'gone1', deletionPolicy: 'Delete' },
+    ] as const;
+    const second = [
+      'gone2',
+      { databaseName: 'shared_db', instanceLabel: 'athena', userName: 'gone2', deletionPolicy: 'Delete' },
+    ] as const;
+    await reconciler.reconcile(claims([...first], [...second]));
+    // The second claim shares a database it does not own: it still can create tables.
+    await withSecretClient(join(out, 'default', 'gone2'), (client) =>
+      client.query('CREATE TABLE t2 (x int)'),
+    );
+
+    const afterFirst = await reconciler.reconcile(claims([...second]));
+    expect(afterFirst.outcomes.find((o) => o.claim === 'default/gone1')).toMatchObject({ result: 'deleted' });
+    expect(await databaseExists(a, 'shared_db')).toBe(true); // gone2 still uses it
+    expect(await exists(join(out, 'default', 'gone1'))).toBe(false);
+    expect(await exists(statusPath(out, 'default', 'gone1'))).toBe(false);
+
+    // A session still connected keeps the drop pending; it completes on a later pass.
+    const session = new pg.Client({
+      connectionString: await readFile(join(out, 'default', 'gone2', 'uri_dsn.txt'), 'utf8'),
+    });
+    await session.connect();
+    const pending = await reconciler.reconcile([]);
+    expect(pending.outcomes).toMatchObject([{ claim: 'default/gone2', result: 'deletion-pending' }]);
+    expect(await exists(join(out, 'default', 'gone2'))).toBe(false); // secret removed first
+    expect((await readStatus(statusPath(out, 'default', 'gone2')))?.error).toMatch(
+      /shared_db pending: .*being accessed by other users/,
+    );
+    await session.end();
+
+    const done = await reconciler.reconcile([]);
+    expect(done.outcomes).toMatchObject([{ claim: 'default/gone2', result: 'deleted' }]);
+    expect(await databaseExists(a, 'shared_db')).toBe(false);
+    expect(await rolesLike(a, 'gone')).toEqual(['gone1', 'gone1_a', 'gone1_b']); // kept: shared_db was in use when gone1 left
+    expect(await exists(statusPath(out, 'default', 'gone2'))).toBe(false);
+  });
+
+  it('Orphan keeps the database and users and removes only the secret', async () => {
+    const out = join(work.path, 'out-orphan');
+    const reconciler = new Reconciler({ config, outputDir: out });
+    await reconciler.reconcile(
+      claims(['kept', { databaseName: 'kept', instanceLabel: 'athena', userName: 'kept' }]),
+    );
+    const result = await reconciler.reconcile([]);
+    expect(result.outcomes).toMatchObject([{ claim: 'default/kept', result: 'deleted' }]);
+    expect(await databaseExists(a, 'kept')).toBe(true);
+    expect(await rolesLike(a, 'kept')).toEqual(['kept', 'kept_a', 'kept_b']);
+    expect(await exists(join(out, 'default', 'kept'))).toBe(false);
+  });
+
+  it('skips deletions when the claim set is incomplete', async () => {
+    const out = join(work.path, 'out-incomplete');
+    const reconciler = new Reconciler({ config, outputDir: out });
+    await reconciler.reconcile(
+      claims([
+        'maybe',
+        { databaseName: 'maybe', instanceLabel: 'athena', userName: 'maybe', deletionPolicy: 'Delete' },
+      ]),
+    );
+    const result = await reconciler.reconcile([], { claimSetComplete: false });
+    expect(result).toMatchObject({ outcomes: [], deletionsSkipped: true });
+    expect(await databaseExists(a, 'maybe')).toBe(true);
+    expect(await exists(join(out, 'default', 'maybe', 'password'))).toBe(true);
+  });
+});
