@@ -1,0 +1,24 @@
+import { createPgModule, type HotloadOptions } from 'hotload-pg';
+import { DataSource } from 'typeorm';
+import { NoteEntity } from './note.js';
+
+/**
+ * A TypeORM DataSource whose connection follows a mounted secret directory.
+ *
+ * - `driver`: hotload-pg's pg-compatible module object, so TypeORM's pool is a hotload Pool;
+ * - `extra.hotload`: TypeORM copies `extra` into the pool config, which is where the
+ *   hotload Pool reads its options. No host, user or password here: they come from the
+ *   secret directory, and change with it.
+ */
+export function createDataSource(
+  secretDirectory: string,
+  hotload: Omit<HotloadOptions, 'source'> = {},
+): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    driver: createPgModule(),
+    extra: { hotload: { ...hotload, source: { secretDirectory } } },
+    entities: [NoteEntity],
+    synchronize: true,
+  });
+}
