@@ -3,6 +3,7 @@
  * folder. What the CLI runs once per pass; usable as a library call too.
  */
 import { loadClaimsFromDirectory } from './claim-schema.js';
+import type { ReconcilerMetrics } from './metrics.js';
 import type { Problem } from './problems.js';
 import { type ClaimOutcome, type PassResult, Reconciler } from './reconciler.js';
 import { loadReconcilerConfig } from './reconciler-config.js';
@@ -28,6 +29,7 @@ export interface ReconcileFilesOptions {
   readonly onStep?: StepHook;
   readonly onOutcome?: (outcome: ClaimOutcome) => void;
   readonly now?: () => Date;
+  readonly metrics?: ReconcilerMetrics;
 }
 
 /** What a pass from files did. */
@@ -50,7 +52,9 @@ export async function reconcileFiles(options: ReconcileFilesOptions): Promise<Re
     onOutcome: options.onOutcome,
     now: options.now,
     concurrency: options.concurrency,
+    metrics: options.metrics,
   });
+  for (let i = 0; i < errors.length; i++) options.metrics?.claimLoadError();
   const result = await reconciler.reconcile(loaded.claims, {
     rotate: options.rotate,
     presentInvalidClaims,

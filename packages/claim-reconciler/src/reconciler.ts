@@ -22,6 +22,7 @@ import {
 } from './claim-status.js';
 import { matchFragmentKey } from './fragment-matcher.js';
 import { type InstanceTarget, instanceId, MasterConnections } from './master-connection.js';
+import type { ReconcilerMetrics } from './metrics.js';
 import { tryLogin } from './pg-connection.js';
 import { claimNames, Provisioner } from './provisioner.js';
 import type { ReconcilerConfig } from './reconciler-config.js';
@@ -68,6 +69,8 @@ export interface ReconcilerOptions {
   readonly now?: () => Date;
   /** Claims reconciled at the same time; default 8. */
   readonly concurrency?: number;
+  /** Metrics sink (see {@link prometheusMetrics}); none by default. */
+  readonly metrics?: ReconcilerMetrics;
 }
 
 /** Options of one {@link Reconciler.reconcile} pass. */
@@ -153,9 +156,11 @@ export class Reconciler {
 
       const outcomes = await mapConcurrently(claims, this.#options.concurrency ?? 8, async (claim) => {
         const conflict = conflicts.get(claim.key);
+        const started = performance.now();
         const outcome = conflict
           ? await this.recordError(claim, conflict)
           : await this.reconcileClaim(claim, connections, usage, pass.rotate ?? false);
+        this.#options.metrics?.claimLoaded((performance.now() - started) / 1000);
         this.#options.onOutcome?.(outcome);
         return outcome;
       });
@@ -213,13 +218,18 @@ export class Reconciler {
     const fragment = config.fragmentKeys.get(binding.label)!;
     const target: InstanceTarget = { label: binding.label, host: binding.host, port: binding.port, fragment };
     const actions: string[] = [];
+    const metrics = this.#options.metrics;
+    let phase: 'provision' | 'rotate' = 'provision';
     try {
+      const started = performance.now();
       const names = claimNames(claim.userName, claim.databaseName);
       const master = await connections.get(target);
       const provisioner = Provisioner.create(master, names, claim.key, onStep);
       const ensured = await provisioner.ensure();
       if (ensured.databaseCreated) actions.push(`created database ${names.database}`);
       if (ensured.rolesCreated.length > 0) actions.push(`created roles ${ensured.rolesCreated.join(', ')}`);
+      const usersCreated = ensured.rolesCreated.filter((role) => role !== names.baseRole).length;
+      if (usersCreated > 0) metrics?.usersCreated(usersCreated, (performance.now() - started) / 1000);
 
       const now = this.#now();
       const login = {
@@ -258,6 +268,8 @@ export class Reconciler {
       let userUpdatedAt = status?.userUpdatedAt ?? null;
       let connectionInfoUpdatedAt = status?.connectionInfoUpdatedAt ?? null;
       if (reason) {
+        phase = 'rotate';
+        const rotationStarted = performance.now();
         const user = inactiveUser(names.users, published?.username);
         const password = await setVerifiedPassword(provisioner, user, config.password, login);
         await onStep?.({ claim: claim.key, action: 'publish-secret' });
@@ -266,6 +278,7 @@ export class Reconciler {
         activeUser = user;
         userUpdatedAt = now.toISOString();
         connectionInfoUpdatedAt = userUpdatedAt;
+        metrics?.passwordRotated((performance.now() - rotationStarted) / 1000);
       } else {
         result = 'unchanged';
         if (status?.activeUser !== activeUser)
@@ -320,6 +333,9 @@ export class Reconciler {
         ...(next.error ? { error: next.error } : {}),
       };
     } catch (error) {
+      metrics?.provisioningError();
+      if (phase === 'rotate') metrics?.passwordRotateError();
+      else metrics?.userCreateError();
       return this.recordError(claim, errorMessage(error), binding.label, actions);
     }
   }

@@ -6,10 +6,13 @@
 import { lstat, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  METRIC_NAMES,
   parseClaims,
   parseReconcilerConfig,
+  prometheusMetrics,
   Reconciler,
   type ReconcilerConfig,
   readStatus,
@@ -180,5 +183,31 @@ describe('provisioning a claim', () => {
     const result = await reconciler().reconcile(claims());
     expect(result.outcomes).toMatchObject([{ result: 'repaired', activeUser: 'orders_user_b' }]);
     await withSecretClient(secretDir(), (client) => client.query('SELECT 1'));
+  });
+});
+
+describe('metrics', () => {
+  it('counts users created, rotations and provisioning errors under the design’s metric names', async () => {
+    const registry = new promClient.Registry();
+    const reconciler = new Reconciler({
+      config,
+      outputDir: join(work.path, 'out-metrics'),
+      metrics: prometheusMetrics(promClient, registry),
+    });
+    await reconciler.reconcile(
+      claim('metered', { databaseName: 'metered', instanceLabel: 'atlas', userName: 'metered' }),
+    );
+    await reconciler.reconcile(
+      claim('metered', { databaseName: 'metered', instanceLabel: 'atlas', userName: 'metered' }),
+      { rotate: true },
+    );
+    await reconciler.reconcile(
+      claim('broken', { databaseName: 'broken', instanceLabel: 'nowhere', userName: 'broken' }),
+    );
+    const value = async (name: string) => (await registry.getSingleMetric(name)?.get())?.values[0]?.value;
+    expect(await value(METRIC_NAMES.usersCreated)).toBe(2);
+    expect(await value(METRIC_NAMES.passwordsRotated)).toBe(2); // first password + one rotation
+    expect(await value(METRIC_NAMES.claimsLoaded)).toBe(3);
+    expect(await value(METRIC_NAMES.provisioningErrors)).toBe(0); // a label matching nothing is a claim error, not SQL
   });
 });
