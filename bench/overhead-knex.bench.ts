@@ -1,0 +1,86 @@
+/**
+ * Steady-state cost of hotload-knex: the same Knex workload (concurrency 16, `raw` and a
+ * query-builder select) on plain Knex with the pg client and on a hotload-knex instance
+ * following a secret directory, against the same server, alternated in short rounds.
+ * The ratio is the median of the per-round ratios: each compares two back-to-back
+ * measurements, so load from other processes on the machine cancels out better than in
+ * a ratio of two medians.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AtomicSecretWriter } from 'hotload-core';
+import { createHotloadKnex } from 'hotload-knex';
+import { startCluster } from 'hotload-test-support';
+import knex, { type Knex } from 'knex';
+
+const CONCURRENCY = 16;
+const ROUNDS = 15;
+const ROUND_MILLIS = 800;
+
+/** Queries per second of `db` over ROUND_MILLIS with CONCURRENCY loops. */
+async function measure(db: Knex): Promise<number> {
+  let count = 0;
+  const started = performance.now();
+  const deadline = started + ROUND_MILLIS;
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      for (let n = 0; performance.now() < deadline; n++) {
+        if (n % 2 === 0) await db.raw('SELECT 1');
+        else await db('pg_class').select('relname').where('oid', 1259).first();
+        count++;
+      }
+    }),
+  );
+  return count / ((performance.now() - started) / 1000);
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+const cluster = await startCluster();
+const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-knex-'));
+try {
+  const superuser = cluster.connectionConfig();
+  await new AtomicSecretWriter(dir).write({
+    hostname: superuser.host,
+    port: String(superuser.port),
+    username: superuser.user,
+    password: superuser.password,
+    database: superuser.database,
+  });
+  const pool = { min: 0, max: CONCURRENCY };
+  const plain = knex({ client: 'pg', connection: superuser, pool });
+  const hotload = await createHotloadKnex({ hotload: { source: { secretDirectory: dir } }, pool });
+  await measure(plain); // warm-up: connections and JIT
+  await measure(hotload);
+  const knexQps: number[] = [];
+  const hotloadQps: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    // Alternate which goes first so drift (CPU frequency, autovacuum) hits both alike.
+    if (round % 2 === 0) {
+      knexQps.push(await measure(plain));
+      hotloadQps.push(await measure(hotload));
+    } else {
+      hotloadQps.push(await measure(hotload));
+      knexQps.push(await measure(plain));
+    }
+  }
+  await plain.destroy();
+  await hotload.destroy();
+  const knexMedian = median(knexQps);
+  const hotloadMedian = median(hotloadQps);
+  const ratio = median(hotloadQps.map((qps, round) => qps / knexQps[round]!));
+  console.log(
+    JSON.stringify({
+      bench: 'overhead-knex',
+      hotload_qps: Math.round(hotloadMedian),
+      knex_qps: Math.round(knexMedian),
+      ratio: Number(ratio.toFixed(3)),
+      rounds: ROUNDS,
+      concurrency: CONCURRENCY,
+    }),
+  );
+} finally {
+  await cluster.stop();
+  await rm(dir, { recursive: true, force: true });
+}
