@@ -33,7 +33,9 @@ const DEFAULT_DEBOUNCE_MILLIS = 10;
  * while a read runs cause exactly one more read after it. Sources read consistently (a
  * `..data` swap mid-read makes the read start over), so reading during a burst is safe.
  *
- * Repeated identical errors are emitted once until the source changes or recovers.
+ * A read during which more events arrived is emitted only if the next read agrees (see
+ * `#reread`): half-way states of non-atomic edits are not emitted. Repeated identical
+ * errors are emitted once until the source changes or recovers.
  */
 export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   readonly source: ConnectionSource;
@@ -96,8 +98,18 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     this.#timer = undefined;
     const watcher = this.#watcher;
     this.#watcher = undefined;
-    await watcher?.close();
+    if (watcher) {
+      // chokidar 5 leaves its de-duplication timers (up to 1 s for 'readdir') running after
+      // close(); clearing them first means no timer outlives close().
+      for (const perPath of watcher._throttled.values()) {
+        for (const throttler of perPath.values()) (throttler as { clear: () => void }).clear();
+      }
+      await watcher.close();
+    }
     await this.#reading;
+    // fs.watch handles finish closing on a later turn of the event loop.
+    await new Promise<void>((resolveTurn) => setTimeout(resolveTurn, 0));
+    await new Promise<void>((resolveTurn) => setImmediate(resolveTurn));
   }
 
   async #watch(): Promise<void> {
@@ -108,6 +120,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       depth: 1,
       ignoreInitial: true,
       followSymlinks: false,
+      // no delayed 'unlink' (chokidar's atomic-write collapsing): every event re-reads anyway
+      atomic: false,
       ignorePermissionErrors: true,
       ignored: (path: string) => !relevant(resolve(path)),
     });
@@ -162,33 +176,54 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
 
   #pendingDetectedAt: number | undefined;
 
-  async #reread(detectedAt: number): Promise<void> {
-    let snapshot: SourceSnapshot;
+  async #reread(eventAt: number): Promise<void> {
+    let snapshot: SourceSnapshot | undefined;
+    let failure: SourceError | undefined;
     try {
       snapshot = await this.#readSnapshot();
     } catch (error) {
-      if (this.#closed) return;
-      const sourceError = error as SourceError;
-      if (sourceError.message === this.#lastErrorMessage) return;
-      this.#lastErrorMessage = sourceError.message;
-      // An 'error' event without a listener would throw; an unobserved source error is
-      // not worth crashing the process for.
-      if (this.listenerCount('error') > 0) this.#emitSafely('error', sourceError);
-      return;
+      failure = error as SourceError;
     }
     if (this.#closed) return;
+    const detectedAt = Math.min(eventAt, this.#unsettled?.detectedAt ?? eventAt);
+
+    // Settling: if more file events came in while reading, the directory was still being
+    // changed (a non-atomic edit, `rm -r`, a copy in progress) and the result may be a
+    // half-way state, such as a directory whose password file is already deleted but
+    // whose other files are not. Such a result is emitted only when the next read gives
+    // the same result (so steady unrelated activity cannot hold events back); otherwise
+    // the read that those events caused decides.
+    const outcome = snapshot ? snapshot.config.fingerprint : `error:${failure!.message}`;
+    const disturbed = this.#timer !== undefined || this.#pendingDetectedAt !== undefined;
+    if (disturbed && this.#unsettled?.outcome !== outcome) {
+      this.#unsettled = { outcome, detectedAt };
+      return;
+    }
+    this.#unsettled = undefined;
+
+    if (failure) {
+      if (failure.message === this.#lastErrorMessage) return;
+      this.#lastErrorMessage = failure.message;
+      // An 'error' event without a listener would throw; an unobserved source error is
+      // not worth crashing the process for.
+      if (this.listenerCount('error') > 0) this.#emitSafely('error', failure);
+      return;
+    }
+    const config = snapshot!.config;
     this.#lastErrorMessage = undefined;
     const previous = this.#current;
-    if (previous?.fingerprint === snapshot.config.fingerprint) return;
-    this.#current = snapshot.config;
+    if (previous?.fingerprint === config.fingerprint) return;
+    this.#current = config;
     this.#emitSafely('change', {
       previousFingerprint: previous?.fingerprint,
-      config: snapshot.config,
-      changedAt: snapshot.changedAt,
+      config,
+      changedAt: snapshot!.changedAt,
       detectedAt,
       emittedAt: Date.now(),
     });
   }
+
+  #unsettled: { outcome: string; detectedAt: number } | undefined;
 
   /** A throwing listener must not stop the watcher: its error is rethrown on its own. */
   #emitSafely<K extends keyof SourceWatcherEvents>(event: K, ...args: SourceWatcherEvents[K]): void {

@@ -1,0 +1,256 @@
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import {
+  ConnectionConfig,
+  type ConnectionSource,
+  createSource,
+  DsnFileSource,
+  formatKeyValueDsn,
+  LibpqEnvironmentSource,
+  MergedDirectoriesSource,
+  SecretDirectorySource,
+  SourceWatcher,
+  toSecretFiles,
+  writeSecretAtomically,
+} from '../src/index.js';
+import { EventLog, watchHandleCount } from './event-log.js';
+import { tempDir } from './helpers.js';
+import { writeFiles } from './sources.js';
+
+let root: string;
+let cleanup: () => Promise<void>;
+const watchers: SourceWatcher[] = [];
+beforeEach(async () => {
+  ({ dir: root, cleanup } = await tempDir('hotload-watch-'));
+});
+afterEach(async () => {
+  await Promise.all(watchers.splice(0).map((w) => w.close()));
+  await cleanup();
+});
+
+const SECRET = 'Watcher-Secret-77';
+const execFileAsync = promisify(execFile);
+const config = (password: string, extra: Partial<Parameters<typeof ConnectionConfig.create>[0]> = {}) =>
+  ConnectionConfig.create({ host: 'db', port: 5432, user: 'app', password, database: 'app', ...extra });
+
+async function startWatching(source: ConnectionSource, debounceMillis?: number) {
+  const watcher = new SourceWatcher(source, debounceMillis === undefined ? {} : { debounceMillis });
+  watchers.push(watcher);
+  const log = new EventLog(watcher);
+  const initial = await watcher.start();
+  return { watcher, log, initial };
+}
+
+describe('SourceWatcher on a kubelet-style secret directory', () => {
+  it('emits one change per atomic ..data swap, with the old fingerprint and timing data', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    const { watcher, log, initial } = await startWatching(new SecretDirectorySource(dir));
+    expect(initial.password).toBe('one');
+    for (const password of ['two', 'three', 'four']) {
+      const before = watcher.current!.fingerprint;
+      await writeSecretAtomically(dir, toSecretFiles(config(password)));
+      const change = await log.nextChange();
+      expect(change.config.password).toBe(password);
+      expect(change.previousFingerprint).toBe(before);
+      expect(watcher.current).toBe(change.config);
+      expect(change.detectedAt).toBeLessThanOrEqual(change.emittedAt);
+      expect(change.changedAt).toBeLessThanOrEqual(change.emittedAt);
+      expect(change.changedAt).toBeGreaterThan(0);
+    }
+  });
+
+  it('emits nothing for a swap with identical content or whitespace-only differences', async () => {
+    const dir = join(root, 'secret');
+    const files = toSecretFiles(config('same'));
+    await writeSecretAtomically(dir, files);
+    const { log } = await startWatching(new SecretDirectorySource(dir));
+    // A real swap (new folder, ..data renamed) whose config is the same:
+    await writeSecretAtomically(dir, { ...files, 'ro_uri_dsn.txt': 'not read' });
+    await writeSecretAtomically(dir, { ...files, password: 'same\n', hostname: ' db \n' });
+    // The next event must be the real change below: nothing came from the two swaps above.
+    await writeSecretAtomically(dir, toSecretFiles(config('different')));
+    expect((await log.nextChange()).config.password).toBe('different');
+  });
+
+  it('reports an invalid swap as an error, keeps the last good config, and recovers', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('good')));
+    const { watcher, log, initial } = await startWatching(new SecretDirectorySource(dir));
+    await writeSecretAtomically(dir, { ...toSecretFiles(config('good')), port: `not-a-port-${SECRET}` });
+    const error = await log.nextError();
+    expect([error.code, error.file, error.key]).toEqual(['invalid-value', join(dir, 'port'), 'port']);
+    expect(error.message).not.toContain(SECRET);
+    expect(watcher.current).toBe(initial);
+    await writeSecretAtomically(dir, toSecretFiles(config('recovered')));
+    const change = await log.nextChange();
+    expect(change.config.password).toBe('recovered');
+    expect(change.previousFingerprint).toBe(initial.fingerprint);
+  });
+
+  it('survives deletion and re-creation of the directory', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('before')));
+    const { log } = await startWatching(new SecretDirectorySource(dir));
+    await rm(dir, { recursive: true });
+    // `rm -r` is not atomic: half-way errors may come first, never a change
+    let error = await log.nextError();
+    while (error.code !== 'missing') error = await log.nextError();
+    await writeSecretAtomically(dir, toSecretFiles(config('after')));
+    const { change } = await log.changeWhere((c) => c.config.password === 'after');
+    expect(change.config.password).toBe('after');
+    // and it keeps watching the new directory
+    await writeSecretAtomically(dir, toSecretFiles(config('after-again')));
+    expect((await log.changeWhere((c) => c.config.password === 'after-again')).skipped).toEqual([]);
+  });
+
+  it('the same identical-content check works after recovery: no event when it comes back unchanged', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('same')));
+    const { log } = await startWatching(new SecretDirectorySource(dir));
+    await writeSecretAtomically(dir, { hostname: 'db' }); // incomplete
+    expect((await log.nextError()).code).toBe('incomplete');
+    await writeSecretAtomically(dir, toSecretFiles(config('same'))); // back to the old config: no change
+    await writeSecretAtomically(dir, toSecretFiles(config('new')));
+    expect((await log.nextChange()).config.password).toBe('new');
+  });
+});
+
+describe('SourceWatcher on plain files', () => {
+  it('sees in-place writes', async () => {
+    const dir = join(root, 'plain');
+    await writeFiles(dir, { host: 'db', user: 'app', dbname: 'app', password: 'one' });
+    const { log } = await startWatching(new SecretDirectorySource(dir));
+    await writeFile(join(dir, 'password'), 'two');
+    const { change } = await log.changeWhere((c) => c.config.password === 'two');
+    // an in-place write is not atomic: an `empty` error may come first, never another config
+    expect(change.config.password).toBe('two');
+  });
+
+  it('sees rename-over writes (editors, `mv`)', async () => {
+    const dir = join(root, 'plain');
+    await writeFiles(dir, { host: 'db', user: 'app', dbname: 'app', password: 'one' });
+    const { log } = await startWatching(new SecretDirectorySource(dir));
+    await writeFile(join(dir, '.password.swp'), 'two');
+    await rename(join(dir, '.password.swp'), join(dir, 'password'));
+    expect((await log.nextChange()).config.password).toBe('two');
+  });
+
+  it('reads a burst of writes once', async () => {
+    const dir = join(root, 'plain');
+    await writeFiles(dir, { host: 'db', user: 'app', dbname: 'app', password: 'p0' });
+    const { log } = await startWatching(new SecretDirectorySource(dir), 50);
+    // All in one tick: no file event can be handled before the last write.
+    for (let i = 1; i <= 20; i++) writeFileSync(join(dir, 'password'), `p${i}`);
+    expect((await log.nextChange()).config.password).toBe('p20');
+    await writeFile(join(dir, 'password'), 'marker');
+    expect((await log.nextChange()).config.password).toBe('marker');
+  });
+
+  it('a DSN file: in-place, rename-over, deletion and re-creation', async () => {
+    const file = join(root, 'dsn', 'db.conf');
+    await mkdir(join(root, 'dsn'));
+    await writeFile(file, formatKeyValueDsn(config('one')));
+    const { log } = await startWatching(new DsnFileSource(file));
+    await writeFile(file, formatKeyValueDsn(config('two')));
+    expect((await log.changeWhere((c) => c.config.password === 'two')).change.config.password).toBe('two');
+    await writeFile(`${file}.tmp`, formatKeyValueDsn(config('three')));
+    await rename(`${file}.tmp`, file);
+    expect((await log.changeWhere((c) => c.config.password === 'three')).change).toBeDefined();
+    await rm(file);
+    expect((await log.nextError()).code).toBe('missing'); // deleting one file is atomic
+    await writeFile(`${file}.tmp`, formatKeyValueDsn(config('four')));
+    await rename(`${file}.tmp`, file);
+    expect((await log.nextChange()).config.password).toBe('four');
+  });
+
+  it('a DSN file inside a kubelet volume follows the ..data swap', async () => {
+    const dir = join(root, 'vol');
+    await writeSecretAtomically(dir, { 'dsn.txt': formatKeyValueDsn(config('one')) });
+    const { log } = await startWatching(createSource({ dsnFile: join(dir, 'dsn.txt') }));
+    await writeSecretAtomically(dir, { 'dsn.txt': formatKeyValueDsn(config('two')) });
+    expect((await log.nextChange()).config.password).toBe('two');
+  });
+
+  it('merged directories: a change in either directory', async () => {
+    const configMap = join(root, 'cm');
+    const secret = join(root, 'secret');
+    await writeSecretAtomically(configMap, { hostname: 'db', port: '5432', database: 'app' });
+    await writeSecretAtomically(secret, { username: 'app', password: 'one' });
+    const { log } = await startWatching(new MergedDirectoriesSource([configMap, secret]));
+    await writeSecretAtomically(secret, { username: 'app', password: 'two' });
+    expect((await log.nextChange()).config.password).toBe('two');
+    await writeSecretAtomically(configMap, { hostname: 'db2', port: '5432', database: 'app' });
+    expect((await log.nextChange()).config.host).toBe('db2');
+  });
+
+  it('libpq environment: the password file is watched', async () => {
+    const passfile = join(root, 'home', '.pgpass');
+    await mkdir(join(root, 'home'));
+    await writeFile(passfile, '*:*:*:*:one\n', { mode: 0o600 });
+    const env = { PGHOST: 'db', PGUSER: 'app', PGDATABASE: 'app', PGPASSFILE: passfile };
+    const { log, initial } = await startWatching(new LibpqEnvironmentSource(env));
+    expect(initial.password).toBe('one');
+    await writeFile(`${passfile}.new`, '*:*:*:*:two\n', { mode: 0o600 });
+    await rename(`${passfile}.new`, passfile);
+    expect((await log.nextChange()).config.password).toBe('two');
+  });
+});
+
+describe('SourceWatcher lifecycle', () => {
+  it('start() rejects with the SourceError of an invalid source and watches nothing', async () => {
+    const handlesBefore = watchHandleCount();
+    const watcher = new SourceWatcher(new SecretDirectorySource(join(root, 'absent')));
+    await expect(watcher.start()).rejects.toMatchObject({ name: 'SourceError', code: 'missing' });
+    expect(watchHandleCount()).toBe(handlesBefore);
+  });
+
+  it('close() leaves no handle or timer: a process that closed its watcher exits by itself', async () => {
+    const script = fileURLToPath(new URL('./fixtures/watch-then-close.ts', import.meta.url));
+    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', script], {
+      timeout: 30_000,
+    });
+    const active: string[] = JSON.parse(stdout.trim().split('\n').pop()!);
+    // In-flight fs requests (FSReq*) finish on their own; handles and timers would not.
+    expect(active.filter((kind) => !kind.startsWith('FSReq'))).toEqual([]);
+  });
+
+  it('close() stops all events and closes every fs watcher', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    const handlesBefore = watchHandleCount();
+    const watcher = new SourceWatcher(new SecretDirectorySource(dir));
+    const log = new EventLog(watcher);
+    await watcher.start();
+    expect(watchHandleCount()).toBeGreaterThan(handlesBefore);
+    await writeSecretAtomically(dir, toSecretFiles(config('two'))); // an event may be in flight
+    await watcher.close();
+    await watcher.close(); // idempotent
+    expect(watchHandleCount()).toBe(handlesBefore);
+    const seen = log.events.length;
+    await writeSecretAtomically(dir, toSecretFiles(config('three')));
+    await writeSecretAtomically(dir, toSecretFiles(config('four')));
+    expect(log.events.length).toBe(seen);
+    expect(log.events.every((e) => e.type !== 'change' || e.change.config.password === 'two')).toBe(true);
+  });
+
+  it('without an error listener, an invalid source does not throw', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    const watcher = new SourceWatcher(new SecretDirectorySource(dir));
+    watchers.push(watcher);
+    const changes: string[] = [];
+    watcher.on('change', (c) => changes.push(c.config.password ?? ''));
+    await watcher.start();
+    const changed = new Promise<void>((resolve) => watcher.once('change', () => resolve()));
+    await writeSecretAtomically(dir, { hostname: 'broken' });
+    await writeSecretAtomically(dir, toSecretFiles(config('two')));
+    await changed;
+    expect(changes).toEqual(['two']);
+  });
+});
