@@ -6,13 +6,12 @@ import {
   type AppUser,
   createAppDatabase,
   newPassword,
-  nextEvent,
-  QueryLoad,
   SecretDirectory,
   sessionsOf,
   sessionsOfAfterExit,
   setPassword,
 } from './app-database.js';
+import { nextEvent, QueryLoad } from './knex-helpers.js';
 
 describe('Knex moving to a second server, and migrating during a rotation', () => {
   let first: PostgresCluster;

@@ -5,13 +5,13 @@ import {
   type AppUser,
   createAppDatabase,
   newPassword,
-  nextEvent,
-  QueryLoad,
-  recordEvents,
   SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
 } from './app-database.js';
+import { nextEvent, QueryLoad, recordEvents } from './knex-helpers.js';
+
+const WORKERS = 4;
 
 describe('Knex under load while credentials rotate', () => {
   let cluster: PostgresCluster;
@@ -32,11 +32,11 @@ describe('Knex under load while credentials rotate', () => {
   it('fails no query across password rotations and login-user switches, and leaves no old session', async () => {
     const db: HotloadKnex = await createHotloadKnex({
       hotload: { source: { secretDirectory: secret.path } },
-      pool: { min: 0, max: 8 },
+      pool: { min: 0, max: WORKERS },
     });
     const events = recordEvents(db.hotload);
     const everyPassword: string[] = [passwords.app_a, passwords.app_b];
-    const load = new QueryLoad(db, 4);
+    const load = new QueryLoad(db, WORKERS);
     try {
       await load.moreSucceeded(50);
       let active: AppUser = 'app_a';
@@ -73,12 +73,13 @@ describe('Knex under load while credentials rotate', () => {
 });
 
 /**
- * Waits until the pool is not opening connections. A same-user rotation changes the
- * password on the server before the secret: a connection being opened with the old
- * password in between would fail, as it would for any client. Under a steady load the
- * pool opens none, so the test waits for that state before rotating.
+ * Waits (bounded) until the pool holds its full `WORKERS` connections and opens none. A
+ * same-user rotation changes the password on the server before the secret: a connection
+ * being opened with the old password in between would fail, as it would for any client.
+ * With as many connections as workers and `max` equal to that, the pool opens no more.
  */
 async function waitForSteadyPool(db: HotloadKnex): Promise<void> {
-  const pool = db.client.pool as { numPendingCreates(): number };
-  for (let i = 0; i < 1000 && pool.numPendingCreates() > 0; i++) await new Promise((r) => setTimeout(r, 5));
+  const pool = db.client.pool as { numPendingCreates(): number; numUsed(): number; numFree(): number };
+  const steady = () => pool.numPendingCreates() === 0 && pool.numUsed() + pool.numFree() === WORKERS;
+  for (let i = 0; i < 1000 && !steady(); i++) await new Promise((r) => setTimeout(r, 5));
 }

@@ -7,11 +7,11 @@ import {
   type AppUser,
   createAppDatabase,
   newPassword,
-  nextEvent,
   SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
 } from './app-database.js';
+import { nextEvent } from './knex-helpers.js';
 
 describe('Knex features across a switch', () => {
   let cluster: PostgresCluster;
