@@ -332,7 +332,8 @@ function describeName(value: unknown): string | undefined {
   const parsed = z
     .object({ metadata: z.object({ name: z.string().max(253), namespace: z.string().max(63).optional() }) })
     .safeParse(value);
-  return parsed.success
-    ? `${parsed.data.metadata.namespace ?? 'default'}/${parsed.data.metadata.name}`
-    : undefined;
+  if (!parsed.success) return undefined;
+  const key = `${parsed.data.metadata.namespace ?? 'default'}/${parsed.data.metadata.name}`;
+  // A hostile name is named in findings only when it is printable (no control characters).
+  return /^[\x20-\x7e]+$/.test(key) ? key : undefined;
 }
