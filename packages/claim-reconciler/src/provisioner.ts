@@ -80,7 +80,7 @@ export class Provisioner {
 
   /** Reads the database owner and the claim's roles. */
   async observe(): Promise<ObservedDatabase> {
-    const { database, baseRole, users } = this.names;
+    const { baseRole, users } = this.names;
     const databaseOwner = await this.databaseOwner();
     const roles = await this.master.query<{
       rolname: string;
@@ -122,7 +122,7 @@ export class Provisioner {
 
   /** Creates whatever is missing: base role, database, login users, memberships, grants. */
   async ensure(): Promise<EnsureResult> {
-    const { database, baseRole, users } = this.names;
+    const { baseRole, users } = this.names;
     const observed = await this.observe();
     this.refuseForeignRoles(observed);
     const rolesCreated: string[] = [];
