@@ -40,7 +40,7 @@ const noop = (): void => {};
  * generation. Without `hotload.source` it is a single generation built from the pg options,
  * i.e. plain `pg.Pool` behaviour (plus {@link Pool.switchTo}).
  */
-export class Pool extends EventEmitter implements SwitchTarget {
+export class Pool extends EventEmitter {
   /** `pool.query()`: pg.Pool's signatures (text/values, config objects, submittables; promise or callback). */
   declare query: pg.Pool['query'];
   /** `pool.connect()`: pg.Pool's signatures; the client's `release()`/`release(err)` gives it back. */
@@ -79,7 +79,7 @@ export class Pool extends EventEmitter implements SwitchTarget {
       idleTimeoutMillis: pgConfig.idleTimeoutMillis === undefined ? 10_000 : pgConfig.idleTimeoutMillis,
     };
     this.#switchOptions = resolveSwitchOptions(hotload);
-    this.#switch = new GenerationSwitch(this, this.#switchOptions);
+    this.#switch = new GenerationSwitch(this.#switchTarget(), this.#switchOptions);
     this.on('newListener', this.#forwardOnDemand);
     if (hotload?.source === undefined) {
       this.#current = this.#newGeneration(undefined, pgConfig);
@@ -369,7 +369,7 @@ export class Pool extends EventEmitter implements SwitchTarget {
       throw error;
     }
     if (this.#endCalled || this.#current !== undefined) return;
-    this.promote(this.createGeneration(settings), {
+    this.#promote(this.#createGeneration(settings), {
       attempts: 0,
       verifyMillis: 0,
       requestedAt: Date.now(),
@@ -409,21 +409,22 @@ export class Pool extends EventEmitter implements SwitchTarget {
     return total;
   }
 
-  // --- SwitchTarget: called by the GenerationSwitch -------------------------------------
-
-  /** @internal */
-  currentFingerprint(): string | undefined {
-    return this.#current?.fingerprint;
+  /** What the GenerationSwitch may do to this pool (kept off the public surface). */
+  #switchTarget(): SwitchTarget {
+    return {
+      currentFingerprint: () => this.#current?.fingerprint,
+      createGeneration: (settings) => this.#createGeneration(settings),
+      promote: (candidate, details) => this.#promote(candidate, details),
+      verifyFailed: (event) => this.emit('verifyFailed', event),
+    };
   }
 
-  /** @internal */
-  createGeneration(settings: ConnectionSettings): Generation {
-    const generation = this.#newGeneration(settings.fingerprint, toPgPoolConfig(this.#config, settings));
-    return generation;
+  #createGeneration(settings: ConnectionSettings): Generation {
+    return this.#newGeneration(settings.fingerprint, toPgPoolConfig(this.#config, settings));
   }
 
-  /** @internal */
-  promote(candidate: Generation, details: VerifiedSwitch): void {
+  /** Moves new checkouts (and waiters) to `candidate`, then drains the previous generation. */
+  #promote(candidate: Generation, details: VerifiedSwitch): void {
     const previous = this.#current;
     this.#current = candidate;
     this.emit('switch', {
@@ -438,11 +439,6 @@ export class Pool extends EventEmitter implements SwitchTarget {
     });
     this.#serveWaiters();
     if (previous !== undefined) this.#retire(previous);
-  }
-
-  /** @internal */
-  verifyFailed(event: PoolEvents['verifyFailed'][0]): void {
-    this.emit('verifyFailed', event);
   }
 
   #retire(generation: Generation): void {
