@@ -34,6 +34,11 @@ export interface AtomicWriteResult {
   changed: boolean;
   /** The timestamped folder `..data` points at after the write (its base name). */
   dataDir: string | undefined;
+  /**
+   * When `..data` was renamed into place: ms since epoch, sub-millisecond precision
+   * (`performance.timeOrigin + performance.now()`). Undefined when nothing changed.
+   */
+  swappedAt: number | undefined;
 }
 
 export interface AtomicSecretWriterOptions {
@@ -123,12 +128,13 @@ export class AtomicSecretWriter {
       }
       pathsToRemove = oldPaths.filter((p) => !newPaths.has(p));
       if (pathsToRemove.length === 0 && !(await differs(clean, oldTsPath))) {
-        return { changed: false, dataDir: oldTsDir };
+        return { changed: false, dataDir: oldTsDir, swappedAt: undefined };
       }
     }
 
     // (3)
     const tsDir = await mkdtemp(join(this.targetDir, timestampPrefix(this.now())));
+    let swappedAt: number | undefined;
     await chmod(tsDir, 0o755);
     try {
       for (const [rel, file] of clean) {
@@ -156,6 +162,7 @@ export class AtomicSecretWriter {
       await symlink(tsDir.slice(this.targetDir.length + 1), newDataDirPath);
       try {
         await rename(newDataDirPath, dataDirPath);
+        swappedAt = performance.timeOrigin + performance.now();
       } catch (error) {
         await rm(newDataDirPath, { force: true });
         throw error;
@@ -173,7 +180,7 @@ export class AtomicSecretWriter {
 
     // (7)
     if (oldTsPath) await rm(oldTsPath, { recursive: true, force: true });
-    return { changed: true, dataDir: tsDir.slice(this.targetDir.length + 1) };
+    return { changed: true, dataDir: tsDir.slice(this.targetDir.length + 1), swappedAt };
   }
 }
 

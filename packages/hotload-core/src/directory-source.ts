@@ -86,14 +86,25 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
     throw fsSourceError(source, dir, error);
   }
 
+  // Every candidate file present is read at once (the thread pool reads them in
+  // parallel), then the values are combined in precedence order.
+  const wanted: [name: string, keyword: string][] = [
+    ...DSN_KEYS.map((name) => [name, 'dsn'] as [string, string]),
+    ...KEY_FILE_ALIASES.map(([file, keyword]) => [file, keyword] as [string, string]),
+    ...[...LIBPQ_KEYWORDS].map((keyword) => [keyword, keyword] as [string, string]),
+  ].filter(([name]) => names.has(name));
+  const results = await Promise.all(
+    wanted.map(([name, keyword]) =>
+      readSourceText(join(snapshotDir, name), join(dir, name), source, keyword),
+    ),
+  );
   let mtimeMs = 0;
-  const read = async (name: string, keyword: string): Promise<string | undefined> => {
-    if (!names.has(name)) return undefined;
-    const shownAs = join(dir, name);
-    const result = await readSourceText(join(snapshotDir, name), shownAs, source, keyword);
+  const values = new Map<string, string>();
+  for (const [i, [name, keyword]] of wanted.entries()) {
+    const result = results[i]!;
     if (result.kind === 'absent') {
       if (dataTarget !== undefined) throw new SwappedWhileReading();
-      return undefined; // deleted since readdir: as if it had not been there
+      continue; // deleted since readdir: as if it had not been there
     }
     if (result.kind === 'error') throw result.error;
     mtimeMs = Math.max(mtimeMs, result.mtimeMs);
@@ -102,20 +113,20 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
       throw new SourceError({
         code: 'empty',
         source,
-        file: shownAs,
+        file: join(dir, name),
         key: keyword,
         problem: 'the file is empty',
       });
     }
-    return value;
-  };
+    values.set(name, value);
+  }
 
   const params: Record<string, string> = {};
   const origins: Record<string, string> = {};
   // DSN base: parse both, use the first present in DSN_KEYS order.
   let base: { file: string; params: Record<string, string> } | undefined;
   for (const name of DSN_KEYS) {
-    const text = await read(name, 'dsn');
+    const text = values.get(name);
     if (text === undefined) continue;
     const parsed = parseDsn(text);
     const file = join(dir, name);
@@ -129,16 +140,12 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
       origins[key] = base.file;
     }
   }
-  // Per-key files override: controller aliases first, so libpq names win over them.
-  const keyFiles: [string, string][] = [
-    ...KEY_FILE_ALIASES.map(([file, keyword]) => [file, keyword] as [string, string]),
-    ...[...LIBPQ_KEYWORDS].map((keyword) => [keyword, keyword] as [string, string]),
-  ];
-  for (const [file, keyword] of keyFiles) {
-    const value = await read(file, keyword);
-    if (value === undefined) continue;
+  // Per-key files override: controller aliases come first in `wanted`, so libpq names win.
+  for (const [name, keyword] of wanted) {
+    const value = values.get(name);
+    if (value === undefined || keyword === 'dsn') continue;
     params[keyword] = value;
-    origins[keyword] = join(dir, file);
+    origins[keyword] = join(dir, name);
   }
 
   if (dataTarget !== undefined && (await currentDataTarget(dir)) !== dataTarget)

@@ -27,7 +27,7 @@ const DEFAULT_DEBOUNCE_MILLIS = 10;
  * to the directory and its direct entries. So the `..data` swap (a rename in the
  * directory), in-place writes, rename-over writes, and deletion and re-creation of the
  * directory itself are all seen, and the watch re-arms when the directory comes back.
- * Any event (chokidar's normalized events and its raw `fs.watch` events) schedules one
+ * Any raw `fs.watch` event chokidar reports for these paths schedules one
  * re-read of the whole source `debounceMillis` after the first event of a burst (later
  * events of the burst do not push it back); reads never overlap, and events that arrive
  * while a read runs cause exactly one more read after it. Sources read consistently (a
@@ -126,9 +126,11 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       ignored: (path: string) => !relevant(resolve(path)),
     });
     this.#watcher = watcher;
-    watcher.on('all', (_event, path) => {
-      if (dirs.has(resolve(path)) || dirs.has(dirname(resolve(path)))) this.#schedule();
-    });
+    // Only the raw fs.watch events trigger reads: chokidar's normalized events (add,
+    // change, unlink ...) follow the same raw events a few ms later, after its own stat
+    // and readdir calls, and would only make reads look disturbed (see #reread). chokidar
+    // still does the work that matters: it keeps one fs.watch per directory and re-arms
+    // the watch when the directory is deleted and created again.
     watcher.on('raw', (_event, name, details) => {
       const watchedPath = (details as { watchedPath?: string } | undefined)?.watchedPath;
       if (watchedPath === undefined) return;

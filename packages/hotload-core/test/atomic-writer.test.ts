@@ -49,7 +49,8 @@ describe('AtomicSecretWriter', () => {
     const w = new AtomicSecretWriter(dir);
     const first = await w.write({ password: 'same' });
     const again = await w.write({ password: 'same' });
-    expect(again).toEqual({ changed: false, dataDir: first.dataDir });
+    expect(again).toEqual({ changed: false, dataDir: first.dataDir, swappedAt: undefined });
+    expect(first.swappedAt).toBeGreaterThan(0);
     expect(await w.currentDataDir()).toBe(first.dataDir);
   });
 
