@@ -25,6 +25,11 @@ export interface GenerationHooks {
   onCheckin(generation: Generation): void;
   /** Once the generation's pool has closed its last client. */
   onClosed(generation: Generation): void;
+  /**
+   * A checkout failed to open a new connection. Returning true takes the request over
+   * (the pool queues it again); false lets it fail with `err`.
+   */
+  onConnectFailed(generation: Generation, err: Error, callback: CheckoutCallback): boolean;
 }
 
 /**
@@ -40,6 +45,9 @@ export class Generation {
   readonly max: number;
   /** Checkouts asked of this generation and not yet given back (connecting ones included). */
   outstanding = 0;
+  /** `max`, or less while growth is paused after a failed connect (see {@link pauseGrowth}). */
+  #limit: number;
+  #growthTimer: NodeJS.Timeout | undefined;
   /** Checked-out clients and pg-pool's release function of each. */
   readonly #checkedOut = new Map<pg.PoolClient, (err?: Error | boolean) => void>();
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
@@ -62,6 +70,7 @@ export class Generation {
   ) {
     this.pool = new pg.Pool(config);
     this.max = this.pool.options.max;
+    this.#limit = this.max;
     this.pool.on('connect', () => this.#live++);
     this.pool.on('remove', () => {
       if (--this.#live === 0) this.#lastRemoved?.();
@@ -70,7 +79,28 @@ export class Generation {
 
   /** True while a checkout would not have to wait inside the generation's pool. */
   hasCapacity(): boolean {
-    return this.outstanding < this.max;
+    return this.outstanding < this.#limit;
+  }
+
+  /** Connected clients whose socket is not closed yet. */
+  get live(): number {
+    return this.#live;
+  }
+
+  /**
+   * Stops opening new connections for `millis`: checkouts are served only by the clients
+   * it already has, as they come back. Used when a new connection failed while others
+   * work, typically because the password was changed in the database a moment before the
+   * secret: the old generation cannot grow any more, but its clients still serve.
+   */
+  pauseGrowth(millis: number): void {
+    this.#limit = Math.min(this.#limit, this.outstanding);
+    clearTimeout(this.#growthTimer);
+    this.#growthTimer = setTimeout(() => {
+      this.#limit = this.max;
+      this.hooks.onCheckin(this); // retry one connection for whoever waits
+    }, millis);
+    this.#growthTimer.unref();
   }
 
   /** True once {@link close} has finished. */
@@ -81,13 +111,19 @@ export class Generation {
     return this.#checkedOut.size;
   }
 
-  /** Checks a client out of this generation; the caller must have checked {@link hasCapacity}. */
-  checkout(callback: CheckoutCallback): void {
+  /**
+   * Checks a client out of this generation; the caller must have checked
+   * {@link hasCapacity}. With `direct`, a failed connect goes straight to `callback`
+   * (verify wants the error); otherwise the pool may take the request over.
+   */
+  checkout(callback: CheckoutCallback, direct = false): void {
     this.outstanding++;
     this.pool.connect((err, client, pgRelease) => {
       if (err !== undefined || client === undefined) {
-        this.#checkedIn();
-        callback(err ?? new Error('hotload-pg: checkout returned no client'), undefined, noop);
+        const error = err ?? new Error('hotload-pg: checkout returned no client');
+        this.outstanding--;
+        if (direct || !this.hooks.onConnectFailed(this, error, callback)) callback(error, undefined, noop);
+        this.hooks.onCheckin(this);
         return;
       }
       const release = this.#releaseOnce(client, pgRelease);
@@ -155,6 +191,7 @@ export class Generation {
     // pg-pool serves a checkout that found an idle client on the next tick; ending the
     // pool before that tick would strand it. setImmediate runs after those ticks.
     await new Promise((resolve) => setImmediate(resolve));
+    clearTimeout(this.#growthTimer);
     await this.pool.end();
     // pg-pool's end() resolves once its clients are *asked* to end; a generation is closed
     // when their sockets are, so nothing of it outlives the pool's end().

@@ -311,7 +311,7 @@ export class Pool extends EventEmitter {
     this.#enqueue(callback);
   }
 
-  #enqueue(callback: CheckoutCallback): void {
+  #enqueue(callback: CheckoutCallback, first = false): void {
     const waiter: Waiter = { callback, timer: undefined };
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
@@ -322,7 +322,8 @@ export class Pool extends EventEmitter {
       }, timeout);
       waiter.timer.unref();
     }
-    this.#waiters.push(waiter);
+    if (first) this.#waiters.unshift(waiter);
+    else this.#waiters.push(waiter);
   }
 
   /** Hands waiting checkouts to the current generation while it has room. */
@@ -350,7 +351,26 @@ export class Pool extends EventEmitter {
     onClosed: (generation) => {
       this.#generations.delete(generation);
     },
+    onConnectFailed: (generation, _err, callback) => this.#requeueAfterConnectFailure(generation, callback),
   };
+
+  /**
+   * A new connection failed. The request fails too (as with pg.Pool) unless someone else
+   * can serve it: a newer generation (the failing one is retired), or the failing
+   * generation's own clients as they are released (it still has some, so it works; it
+   * just cannot grow, e.g. the password was changed in the database before the secret).
+   * Then the request waits at the head of the queue, and the generation stops opening
+   * connections for a while instead of failing every request that would need one.
+   */
+  #requeueAfterConnectFailure(generation: Generation, callback: CheckoutCallback): boolean {
+    if (this.#endCalled) return false;
+    if (generation === this.#current) {
+      if (generation.live === 0) return false;
+      generation.pauseGrowth(this.#switchOptions.verifyRetryInitialMillis);
+    }
+    this.#enqueue(callback, true);
+    return true;
+  }
 
   async #start(source: ConnectionSource, hotload: HotloadOptions): Promise<void> {
     const watcher = new Watcher(source, hotload.watcher);

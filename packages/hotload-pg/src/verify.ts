@@ -29,6 +29,6 @@ export function verifyGeneration(candidate: Generation, timeoutMillis: number): 
         release(queryError ?? undefined);
         settle(queryError ?? undefined);
       });
-    });
+    }, true);
   });
 }

@@ -5,7 +5,7 @@
 import { ForceClosedError, Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
 import { FaultProxy, type PostgresCluster, startCluster } from 'hotload-test-support';
 import type pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { configFor, createRole, nextEvent, sessions } from './helpers.js';
 
 let cluster: PostgresCluster;
@@ -35,6 +35,10 @@ function poolFor(
   for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError']) {
     pool.on(name, (event: unknown) => events.push(event));
   }
+  // A failed test must not leave sessions behind for the next one (end() is idempotent).
+  onTestFinished(async () => {
+    await pool.end();
+  });
   return { pool, events };
 }
 
@@ -169,6 +173,28 @@ describe('waiters and transactions', () => {
   });
 });
 
+describe('database ahead of the secret', () => {
+  it('serves a query that needs a new connection on the clients it has, once the old password is refused', async () => {
+    await cluster.query("ALTER ROLE app_a PASSWORD 'behind_1'");
+    const { pool } = poolFor('app_a', 'behind_1', { max: 4 });
+    const held = await pool.connect();
+    const heldPid = (await held.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    await cluster.query("ALTER ROLE app_a PASSWORD 'behind_2'"); // the secret follows later
+    const query = pool.query('SELECT pg_backend_pid() AS pid');
+    // Its new connection is refused; it waits for the one client the generation has.
+    await eventuallyTrue(() => pool.waitingCount === 1);
+    held.release();
+    expect((await query).rows[0].pid).toBe(heldPid);
+    await pool.switchTo(configFor(cluster, { user: 'app_a', password: 'behind_2' }));
+    expect((await pool.query('SELECT current_user AS u')).rows).toEqual([{ u: 'app_a' }]);
+  });
+
+  it('still fails a checkout when the generation has no client to serve it (as pg.Pool does)', async () => {
+    const { pool } = poolFor('app_a', 'wrong-password');
+    await expect(pool.query('SELECT 1')).rejects.toMatchObject({ code: '28P01' });
+  });
+});
+
 describe('secret ahead of the database', () => {
   it('keeps serving on the old generation, reports, and switches once the database accepts the password', async () => {
     await cluster.query("ALTER ROLE app_a PASSWORD 'early_1'");
@@ -278,6 +304,12 @@ describe('faults', () => {
     }
   });
 });
+
+/** Polls `condition` (bounded) for a state that has no event. */
+async function eventuallyTrue(condition: () => boolean, tries = 200): Promise<void> {
+  for (let i = 0; i < tries && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(condition()).toBe(true);
+}
 
 /** Retries `attempt` (bounded) until it stops throwing: the pool's recovery has no event. */
 async function eventually<T>(attempt: () => Promise<T>, tries = 100): Promise<T> {
