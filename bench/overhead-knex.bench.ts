@@ -4,7 +4,7 @@
  * following a secret directory, against the same server, alternated in short rounds.
  * The ratio is the median of the per-round ratios: each compares two back-to-back
  * measurements, so load from other processes on the machine cancels out better than in
- * a ratio of two medians.
+ * a ratio of two medians. Client CPU time per query is reported too.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,9 +18,16 @@ const CONCURRENCY = 16;
 const ROUNDS = 15;
 const ROUND_MILLIS = 800;
 
-/** Queries per second of `db` over ROUND_MILLIS with CONCURRENCY loops. */
-async function measure(db: Knex): Promise<number> {
+/** One round's figures: queries per second, and this process's CPU time per query. */
+interface Round {
+  qps: number;
+  cpuMicrosPerQuery: number;
+}
+
+/** Runs CONCURRENCY loops on `db` for ROUND_MILLIS. */
+async function measure(db: Knex): Promise<Round> {
   let count = 0;
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const deadline = started + ROUND_MILLIS;
   await Promise.all(
@@ -32,7 +39,9 @@ async function measure(db: Knex): Promise<number> {
       }
     }),
   );
-  return count / ((performance.now() - started) / 1000);
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  return { qps: count / seconds, cpuMicrosPerQuery: (cpu.user + cpu.system) / count };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
@@ -53,29 +62,31 @@ try {
   const hotload = await createHotloadKnex({ hotload: { source: { secretDirectory: dir } }, pool });
   await measure(plain); // warm-up: connections and JIT
   await measure(hotload);
-  const knexQps: number[] = [];
-  const hotloadQps: number[] = [];
+  const knexRounds: Round[] = [];
+  const hotloadRounds: Round[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     // Alternate which goes first so drift (CPU frequency, autovacuum) hits both alike.
     if (round % 2 === 0) {
-      knexQps.push(await measure(plain));
-      hotloadQps.push(await measure(hotload));
+      knexRounds.push(await measure(plain));
+      hotloadRounds.push(await measure(hotload));
     } else {
-      hotloadQps.push(await measure(hotload));
-      knexQps.push(await measure(plain));
+      hotloadRounds.push(await measure(hotload));
+      knexRounds.push(await measure(plain));
     }
   }
   await plain.destroy();
   await hotload.destroy();
-  const knexMedian = median(knexQps);
-  const hotloadMedian = median(hotloadQps);
-  const ratio = median(hotloadQps.map((qps, round) => qps / knexQps[round]!));
+  const ratio = median(hotloadRounds.map((round, i) => round.qps / knexRounds[i]!.qps));
   console.log(
     JSON.stringify({
       bench: 'overhead-knex',
-      hotload_qps: Math.round(hotloadMedian),
-      knex_qps: Math.round(knexMedian),
+      hotload_qps: Math.round(median(hotloadRounds.map((r) => r.qps))),
+      knex_qps: Math.round(median(knexRounds.map((r) => r.qps))),
       ratio: Number(ratio.toFixed(3)),
+      // Client-side CPU per query: the hot-path cost, much less sensitive than
+      // throughput to other load on the machine.
+      hotload_cpu_us_per_query: Number(median(hotloadRounds.map((r) => r.cpuMicrosPerQuery)).toFixed(1)),
+      knex_cpu_us_per_query: Number(median(knexRounds.map((r) => r.cpuMicrosPerQuery)).toFixed(1)),
       rounds: ROUNDS,
       concurrency: CONCURRENCY,
     }),
