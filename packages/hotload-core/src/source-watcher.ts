@@ -16,6 +16,18 @@ export interface SourceWatcherEvents {
 }
 
 const DEFAULT_DEBOUNCE_MILLIS = 10;
+const MISSING_POLL_MILLIS = 1000;
+
+/** Closes a chokidar watcher, timers included. */
+async function closeChokidar(watcher: FSWatcher | undefined): Promise<void> {
+  if (!watcher) return;
+  // chokidar 5 leaves its de-duplication timers (up to 1 s for 'readdir') running after
+  // close(); clearing them first means no timer outlives close().
+  for (const perPath of watcher._throttled.values()) {
+    for (const throttler of perPath.values()) (throttler as { clear: () => void }).clear();
+  }
+  await watcher.close();
+}
 
 /**
  * Watches a {@link ConnectionSource} with chokidar and emits `change` only when the
@@ -27,6 +39,8 @@ const DEFAULT_DEBOUNCE_MILLIS = 10;
  * to the directory and its direct entries. So the `..data` swap (a rename in the
  * directory), in-place writes, rename-over writes, and deletion and re-creation of the
  * directory itself are all seen, and the watch re-arms when the directory comes back.
+ * While the source is `missing`, the watch is also set up again every second, in case
+ * the parent directory was deleted too.
  * Any raw `fs.watch` event chokidar reports for these paths schedules one
  * re-read of the whole source `debounceMillis` after the first event of a burst (later
  * events of the burst do not push it back); reads never overlap, and events that arrive
@@ -96,21 +110,52 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     this.#closed = true;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
-    const watcher = this.#watcher;
+    this.#stopMissingPoll();
+    await this.#rearming;
+    await closeChokidar(this.#watcher);
     this.#watcher = undefined;
-    if (watcher) {
-      // chokidar 5 leaves its de-duplication timers (up to 1 s for 'readdir') running after
-      // close(); clearing them first means no timer outlives close().
-      for (const perPath of watcher._throttled.values()) {
-        for (const throttler of perPath.values()) (throttler as { clear: () => void }).clear();
-      }
-      await watcher.close();
-    }
     await this.#reading;
     // fs.watch handles finish closing on a later turn of the event loop.
     await new Promise<void>((resolveTurn) => setTimeout(resolveTurn, 0));
     await new Promise<void>((resolveTurn) => setImmediate(resolveTurn));
   }
+
+  /**
+   * While the source is `missing`, its parent may be gone too (then chokidar lost its
+   * watch and will not see the directory come back): every `MISSING_POLL_MILLIS` the
+   * watch is set up again and the source re-read, until it reads fine.
+   */
+  #startMissingPoll(): void {
+    if (this.#missingPoll || this.#closed || this.#dirs.size === 0) return;
+    this.#missingPoll = setInterval(() => {
+      if (this.#rearming || this.#closed) return;
+      this.#rearming = this.#rearm().finally(() => {
+        this.#rearming = undefined;
+      });
+    }, MISSING_POLL_MILLIS);
+  }
+
+  #stopMissingPoll(): void {
+    if (this.#missingPoll) clearInterval(this.#missingPoll);
+    this.#missingPoll = undefined;
+  }
+
+  async #rearm(): Promise<void> {
+    const old = this.#watcher;
+    this.#watcher = undefined;
+    await closeChokidar(old);
+    if (this.#closed) return;
+    await this.#watch();
+    if (this.#closed) {
+      await closeChokidar(this.#watcher);
+      this.#watcher = undefined;
+      return;
+    }
+    this.#schedule();
+  }
+
+  #missingPoll: NodeJS.Timeout | undefined;
+  #rearming: Promise<void> | undefined;
 
   async #watch(): Promise<void> {
     const dirs = this.#dirs;
@@ -203,6 +248,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     }
     this.#unsettled = undefined;
 
+    if (failure?.code === 'missing') this.#startMissingPoll();
+    else this.#stopMissingPoll();
     if (failure) {
       if (failure.message === this.#lastErrorMessage) return;
       this.#lastErrorMessage = failure.message;

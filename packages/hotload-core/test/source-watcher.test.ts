@@ -109,6 +109,19 @@ describe('SourceWatcher on a kubelet-style secret directory', () => {
     expect((await log.changeWhere((c) => c.config.password === 'after-again')).skipped).toEqual([]);
   });
 
+  it('survives deletion and re-creation of the parent directory too', async () => {
+    const dir = join(root, 'mount', 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('before')));
+    const { log } = await startWatching(new SecretDirectorySource(dir));
+    await rm(join(root, 'mount'), { recursive: true });
+    let error = await log.nextError();
+    while (error.code !== 'missing') error = await log.nextError();
+    await writeSecretAtomically(dir, toSecretFiles(config('after')));
+    expect((await log.nextChange()).config.password).toBe('after');
+    await writeSecretAtomically(dir, toSecretFiles(config('watched-again')));
+    expect((await log.nextChange()).config.password).toBe('watched-again');
+  });
+
   it('the same identical-content check works after recovery: no event when it comes back unchanged', async () => {
     const dir = join(root, 'secret');
     await writeSecretAtomically(dir, toSecretFiles(config('same')));
