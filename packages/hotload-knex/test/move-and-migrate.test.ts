@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createHotloadKnex } from 'hotload-knex';
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
 import type { Knex } from 'knex';
@@ -13,7 +16,7 @@ import {
 } from './app-database.js';
 import { nextEvent, QueryLoad } from './knex-helpers.js';
 
-describe('Knex moving to a second server, and migrating during a rotation', () => {
+describe('Knex moving to a second server, and migrating and seeding during a rotation', () => {
   let first: PostgresCluster;
   let second: PostgresCluster;
   const secret = new SecretDirectory();
@@ -105,6 +108,43 @@ describe('Knex moving to a second server, and migrating during a rotation', () =
       expect(await sessionsOfAfterExit(second, 'app_a')).toBe(0);
     } finally {
       await db.destroy();
+    }
+  });
+
+  it('runs seeds while the login user switches in the middle of one', async () => {
+    // Knex loads seed files itself (import() for .mjs); the seed calls back into the test
+    // through a global to rotate mid-seed.
+    const seedDirectory = mkdtempSync(join(tmpdir(), 'hotload-knex-seeds-'));
+    writeFileSync(
+      join(seedDirectory, '01_items.mjs'),
+      `export async function seed(knex) {
+        await knex('items').insert({ note: 'seed-before-switch' });
+        await globalThis.hotloadKnexMidSeed();
+        await knex('items').insert({ note: 'seed-after-switch' });
+      }\n`,
+    );
+    await secret.write(second, 'app_b', passwords.app_b);
+    const db = await createHotloadKnex({ hotload: { source: { secretDirectory: secret.path } } });
+    const hooks = globalThis as { hotloadKnexMidSeed?: () => Promise<void> };
+    hooks.hotloadKnexMidSeed = async () => {
+      passwords.app_a = newPassword();
+      await setPassword(second, 'app_a', passwords.app_a);
+      const switched = nextEvent(db.hotload, 'switch');
+      await secret.write(second, 'app_a', passwords.app_a);
+      await switched;
+    };
+    try {
+      const [files] = await db.seed.run({ directory: seedDirectory, loadExtensions: ['.mjs'] });
+      expect(files).toHaveLength(1);
+      expect((await db.raw('SELECT session_user AS u')).rows[0].u).toBe('app_a');
+      const notes = await db('items')
+        .whereIn('note', ['seed-before-switch', 'seed-after-switch'])
+        .pluck('note');
+      expect(notes.sort()).toEqual(['seed-after-switch', 'seed-before-switch']);
+    } finally {
+      delete hooks.hotloadKnexMidSeed;
+      await db.destroy();
+      rmSync(seedDirectory, { recursive: true, force: true });
     }
   });
 });
