@@ -22,7 +22,7 @@ export interface SwitchEvent {
 
 /** Emitted when a candidate generation could not be verified; the current one keeps serving. */
 export interface VerifyFailedEvent {
-  /** The candidate generation that failed. */
+  /** The candidate generation that failed (0 when it could not even be built, e.g. a missing sslrootcert file). */
   readonly generation: number;
   /** Attempt number, from 1. */
   readonly attempt: number;

@@ -97,14 +97,18 @@ export class GenerationSwitch {
   async #run(attempt: SwitchAttempt, requestedAt: number, changedAt: number | undefined): Promise<boolean> {
     const started = performance.now();
     const { verifyRetryInitialMillis, verifyRetryMaxMillis, verifyTimeoutMillis } = this.options;
-    let candidate = this.target.createGeneration(attempt.settings);
+    let candidate: Generation | undefined;
     for (let attempts = 1; ; attempts++) {
-      const failure = await verifyGeneration(candidate, verifyTimeoutMillis).then(
-        () => undefined,
-        (error: unknown) => error,
-      );
+      let failure: unknown;
+      try {
+        // Building can fail too (e.g. an sslrootcert file not there yet): retried alike.
+        candidate ??= this.target.createGeneration(attempt.settings);
+        await verifyGeneration(candidate, verifyTimeoutMillis);
+      } catch (error) {
+        failure = error ?? new Error('verify failed');
+      }
       if (attempt.cancelled) break;
-      if (failure === undefined) {
+      if (failure === undefined && candidate !== undefined) {
         if (this.#pending === attempt) this.#pending = undefined;
         const verifyMillis = performance.now() - started;
         this.target.promote(candidate, { attempts, verifyMillis, requestedAt, changedAt });
@@ -112,20 +116,20 @@ export class GenerationSwitch {
       }
       const nextRetryMillis = backoffDelay(attempts, verifyRetryInitialMillis, verifyRetryMaxMillis);
       this.target.verifyFailed({
-        generation: candidate.id,
+        generation: candidate?.id ?? 0,
         attempt: attempts,
         nextRetryMillis,
         error: redactError(failure, [attempt.settings.password]),
       });
       // A timed-out attempt may leave a connect hanging in the candidate: start afresh.
-      if (candidate.outstanding > 0) {
+      if (candidate !== undefined && candidate.outstanding > 0) {
         void candidate.close(0);
-        candidate = this.target.createGeneration(attempt.settings);
+        candidate = undefined;
       }
       await attempt.sleep(nextRetryMillis);
       if (attempt.cancelled) break;
     }
-    await candidate.close(0);
+    await candidate?.close(0);
     return false;
   }
 }

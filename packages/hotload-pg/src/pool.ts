@@ -299,8 +299,13 @@ export class Pool extends EventEmitter {
   /** Hot path: straight to the current generation when it has room and nobody waits. */
   #checkout(callback: CheckoutCallback): void {
     const current = this.#current;
-    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity()) {
+    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity() && !this.#endCalled) {
       current.checkout(callback);
+      return;
+    }
+    if (this.#endCalled) {
+      const error = new Error('Cannot use a pool after calling end on the pool');
+      process.nextTick(() => callback(error, undefined, noop));
       return;
     }
     if (this.#startError !== undefined) {

@@ -217,6 +217,22 @@ describe('secret ahead of the database', () => {
     await pool.end();
   });
 
+  it('reports a config that cannot even be built (missing sslrootcert) without crashing, and keeps serving', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword);
+    const broken = configFor(cluster).with({
+      sslmode: 'verify-full',
+      params: { sslrootcert: '/nonexistent/root.crt' },
+    });
+    const failed = nextEvent<VerifyFailedEvent>(pool, 'verifyFailed');
+    const failing = pool.switchTo(broken);
+    const failure = await failed;
+    expect(failure).toMatchObject({ generation: 0, attempt: 1 });
+    expect(failure.error.message).toMatch(/ENOENT/);
+    expect((await pool.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]);
+    expect(await pool.switchTo(configFor(cluster, { applicationName: 'fixed' }))).toBe(true);
+    expect(await failing).toBe(false);
+  });
+
   it('converges to the newest config when a newer change supersedes a failing one', async () => {
     const { pool } = poolFor('postgres', cluster.superuserPassword);
     const failing = pool.switchTo(configFor(cluster, { password: 'never-valid' }));
