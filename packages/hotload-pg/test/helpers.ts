@@ -48,3 +48,22 @@ export async function sessions(
   );
   return result.rows as Array<{ usename: string; application_name: string }>;
 }
+
+type Session = { usename: string; application_name: string };
+
+/**
+ * Sessions once `settled` holds for them. A backend leaves pg_stat_activity a moment
+ * after its client's socket closed (it has no event to wait on), so this polls, bounded,
+ * and returns the last sessions seen either way for the test to assert on.
+ */
+export async function settledSessions(
+  cluster: PostgresCluster,
+  settled: (sessions: Session[]) => boolean,
+): Promise<Session[]> {
+  let seen = await sessions(cluster);
+  for (let i = 0; i < 100 && !settled(seen); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    seen = await sessions(cluster);
+  }
+  return seen;
+}

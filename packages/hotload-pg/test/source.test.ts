@@ -9,7 +9,7 @@ import { AtomicSecretWriter, SourceError } from 'hotload-core';
 import { Pool, type VerifyFailedEvent } from 'hotload-pg';
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRole, nextEvent, sessions } from './helpers.js';
+import { createRole, nextEvent, settledSessions } from './helpers.js';
 
 let cluster: PostgresCluster;
 let dir: string;
@@ -90,7 +90,8 @@ describe('secret directory source', () => {
     const text = JSON.stringify(events);
     for (const password of passwords) expect(text).not.toContain(password);
     await pool.end();
-    expect((await sessions(cluster)).filter((s) => s.usename === 'svc')).toEqual([]);
+    const svc = (all: Array<{ usename: string }>) => all.filter((s) => s.usename === 'svc');
+    expect(svc(await settledSessions(cluster, (all) => svc(all).length === 0))).toEqual([]);
   });
 
   it('keeps serving when the secret is ahead of the database, and switches once the database catches up', async () => {

@@ -6,7 +6,7 @@ import { ForceClosedError, Pool, type SwitchEvent, type VerifyFailedEvent } from
 import { FaultProxy, type PostgresCluster, startCluster } from 'hotload-test-support';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { configFor, createRole, nextEvent, sessions } from './helpers.js';
+import { configFor, createRole, nextEvent, settledSessions } from './helpers.js';
 
 let cluster: PostgresCluster;
 beforeAll(async () => {
@@ -84,7 +84,11 @@ describe('password rotation', () => {
     expect(stats.failed).toEqual([]);
     expect(stats.ok).toBeGreaterThan(0);
     // Only the last generation's sessions remain, and the old password no longer works.
-    const left = (await sessions(cluster)).filter((s) => s.usename === 'app_a');
+    const appA = (all: Array<{ usename: string; application_name: string }>) =>
+      all.filter((s) => s.usename === 'app_a');
+    const onlyLast = (all: Array<{ usename: string; application_name: string }>) =>
+      appA(all).every((s) => s.application_name === 'rotation-6');
+    const left = appA(await settledSessions(cluster, onlyLast));
     expect(left.length).toBeGreaterThan(0);
     expect(new Set(left.map((s) => s.application_name))).toEqual(new Set(['rotation-6']));
     const text = JSON.stringify(events);
@@ -106,7 +110,8 @@ describe('login-role switch', () => {
     await drained;
     const stats = await traffic.stop();
     expect(stats.failed).toEqual([]);
-    const users = new Set((await sessions(cluster)).map((s) => s.usename));
+    const noAppA = (all: Array<{ usename: string }>) => !all.some((s) => s.usename === 'app_a');
+    const users = new Set((await settledSessions(cluster, noAppA)).map((s) => s.usename));
     expect(users.has('app_a')).toBe(false);
     expect(users.has('app_b')).toBe(true);
     expect((await pool.query('SELECT current_user AS u')).rows).toEqual([{ u: 'app_b' }]);
