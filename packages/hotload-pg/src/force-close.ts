@@ -1,10 +1,12 @@
 import type pg from 'pg';
 
-const forceClosedClients = new WeakSet<pg.PoolClient>();
+// A flag on the client itself: checked on every release, so a property read rather than
+// a WeakSet lookup.
+const forceClosed = Symbol('hotload-pg.forceClosed');
 
 /** True once {@link forceCloseClient} closed `client`. */
 export function isForceClosed(client: pg.PoolClient): boolean {
-  return forceClosedClients.has(client);
+  return (client as { [forceClosed]?: boolean })[forceClosed] === true;
 }
 
 /**
@@ -21,7 +23,7 @@ export function isForceClosed(client: pg.PoolClient): boolean {
  * to be removed, after pg has finished reporting the error to the holder).
  */
 export function forceCloseClient(client: pg.PoolClient, error: Error, onClosed: () => void): void {
-  forceClosedClients.add(client);
+  (client as { [forceClosed]?: boolean })[forceClosed] = true;
   client.on('error', ignoreError);
   // An own property shadows the prototype's query for this one dead client only.
   Object.defineProperty(client, 'query', { value: failingQuery(error), configurable: true, writable: true });

@@ -19,6 +19,14 @@ export interface GenerationClosed {
 
 const noop = (): void => {};
 
+type PgRelease = (err?: Error | boolean) => void;
+
+// pg-pool's release function of the current checkout, kept on the client itself while it
+// is checked out (undefined when idle): per query a property write, where a Map of
+// checked-out clients would churn its hash table.
+const pgReleaseOf = Symbol('hotload-pg.pgRelease');
+type TrackedClient = pg.PoolClient & { [pgReleaseOf]?: PgRelease | undefined };
+
 /** What a generation tells the pool that owns it. */
 export interface GenerationHooks {
   /** After each checkout ends (released or failed), so waiters can be served. */
@@ -48,10 +56,8 @@ export class Generation {
   /** `max`, or less while growth is paused after a failed connect (see {@link pauseGrowth}). */
   #limit: number;
   #growthTimer: NodeJS.Timeout | undefined;
-  /** Checked-out clients and pg-pool's release function of each. */
-  readonly #checkedOut = new Map<pg.PoolClient, (err?: Error | boolean) => void>();
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
-  #live = 0;
+  readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
   #closing: Promise<GenerationClosed> | undefined;
   #forceClosedError: ForceClosedError | undefined;
@@ -71,9 +77,10 @@ export class Generation {
     this.pool = new pg.Pool(config);
     this.max = this.pool.options.max;
     this.#limit = this.max;
-    this.pool.on('connect', () => this.#live++);
-    this.pool.on('remove', () => {
-      if (--this.#live === 0) this.#lastRemoved?.();
+    this.pool.on('connect', (client) => this.#clients.add(client as TrackedClient));
+    this.pool.on('remove', (client) => {
+      this.#clients.delete(client as TrackedClient);
+      if (this.#clients.size === 0) this.#lastRemoved?.();
     });
   }
 
@@ -84,7 +91,7 @@ export class Generation {
 
   /** Connected clients whose socket is not closed yet. */
   get live(): number {
-    return this.#live;
+    return this.#clients.size;
   }
 
   /**
@@ -106,11 +113,6 @@ export class Generation {
   /** True once {@link close} has finished. */
   closed = false;
 
-  /** Checked-out client count (for the hotload pool's metrics). */
-  get checkedOut(): number {
-    return this.#checkedOut.size;
-  }
-
   /**
    * Checks a client out of this generation; the caller must have checked
    * {@link hasCapacity}. With `direct`, a failed connect goes straight to `callback`
@@ -128,7 +130,7 @@ export class Generation {
       }
       const release = this.#releaseOnce(client, pgRelease);
       client.release = release;
-      this.#checkedOut.set(client, pgRelease);
+      (client as TrackedClient)[pgReleaseOf] = pgRelease;
       if (this.#forceClosedError !== undefined) {
         // Connected after this generation's drain timeout ran out: refuse it at once.
         release(true);
@@ -139,7 +141,7 @@ export class Generation {
     });
   }
 
-  #releaseOnce(client: pg.PoolClient, pgRelease: (err?: Error | boolean) => void) {
+  #releaseOnce(client: pg.PoolClient, pgRelease: PgRelease) {
     let released = false;
     return (err?: Error | boolean): void => {
       if (released) {
@@ -153,8 +155,8 @@ export class Generation {
     };
   }
 
-  #giveBack(client: pg.PoolClient, pgRelease: (err?: Error | boolean) => void, err?: Error | boolean): void {
-    this.#checkedOut.delete(client);
+  #giveBack(client: pg.PoolClient, pgRelease: PgRelease, err?: Error | boolean): void {
+    (client as TrackedClient)[pgReleaseOf] = undefined;
     pgRelease(err);
     this.#checkedIn();
   }
@@ -195,7 +197,7 @@ export class Generation {
     await this.pool.end();
     // pg-pool's end() resolves once its clients are *asked* to end; a generation is closed
     // when their sockets are, so nothing of it outlives the pool's end().
-    if (this.#live > 0) await new Promise<void>((resolve) => (this.#lastRemoved = resolve));
+    if (this.#clients.size > 0) await new Promise<void>((resolve) => (this.#lastRemoved = resolve));
     clearTimeout(timer);
     this.closed = true;
     this.hooks.onClosed(this);
@@ -205,10 +207,13 @@ export class Generation {
   #forceCloseAll(drainTimeoutMillis: number): number {
     const error = new ForceClosedError(this.id, drainTimeoutMillis);
     this.#forceClosedError = error;
-    const clients = [...this.#checkedOut];
-    for (const [client, pgRelease] of clients) {
+    let count = 0;
+    for (const client of [...this.#clients]) {
+      const pgRelease = client[pgReleaseOf];
+      if (pgRelease === undefined) continue; // idle
+      count++;
       forceCloseClient(client, error, () => this.#giveBack(client, pgRelease, error));
     }
-    return clients.length;
+    return count;
   }
 }

@@ -78,6 +78,8 @@ export class Pool extends EventEmitter {
       maxLifetimeSeconds: pgConfig.maxLifetimeSeconds || 0,
       idleTimeoutMillis: pgConfig.idleTimeoutMillis === undefined ? 10_000 : pgConfig.idleTimeoutMillis,
     };
+    // Hidden like pg-pool hides it, so a logged `pool.options` shows no password.
+    Object.defineProperty(this.#defaultOptions, 'password', { enumerable: false, value: pgConfig.password });
     this.#switchOptions = resolveSwitchOptions(hotload);
     this.#switch = new GenerationSwitch(this.#switchTarget(), this.#switchOptions);
     this.on('newListener', this.#forwardOnDemand);
