@@ -1,4 +1,5 @@
 import type { ConnectionConfig } from './config.js';
+import type { HotloadLogger } from './logging/logger.js';
 
 /** A real change of a watched source: emitted only when the fingerprint changed. */
 export interface ChangeEvent {
@@ -21,4 +22,9 @@ export interface SourceWatcherOptions {
    * kubelet's swap is a handful of events within a millisecond or two.
    */
   debounceMillis?: number;
+  /**
+   * Where to log changes (info) and source errors (warn), pino-style. Default: silent.
+   * Lines carry `source` (paths) and fingerprints, never a secret.
+   */
+  logger?: HotloadLogger;
 }

@@ -19,6 +19,18 @@ export {
 } from './config.js';
 export { createSource } from './create-source.js';
 export {
+  HOTLOAD_CHANNELS,
+  type HotloadChangeMessage,
+  type HotloadChannelMessages,
+  type HotloadChannelName,
+  type HotloadDrainedMessage,
+  type HotloadForceClosedMessage,
+  type HotloadSourceErrorMessage,
+  type HotloadSwitchMessage,
+  type HotloadVerifyMessage,
+  publishDiagnostic,
+} from './diagnostics/channels.js';
+export {
   DSN_KEYS,
   KEY_FILE_ALIASES,
   MergedDirectoriesSource,
@@ -37,6 +49,14 @@ export { isSourceError, SourceError, type SourceErrorCode, type SourceErrorInit 
 export type { ChangeEvent, SourceWatcherOptions } from './events.js';
 export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from './format.js';
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
+export { type HotloadLogger, type LoggedError, loggedError, silentLogger } from './logging/logger.js';
+export {
+  type ConnectionCounts,
+  HOTLOAD_METRIC_NAMES,
+  HotloadMetrics,
+  type HotloadMetricsOptions,
+} from './metrics/hotload-metrics.js';
+export { loadPromClient, type PromClientModule } from './metrics/prom-client-loader.js';
 export { LIBPQ_KEYWORDS, SECRET_KEYWORDS, SSL_MODES } from './params.js';
 export { lookupPgpass, type PgpassQuery } from './pgpass.js';
 export { MAX_SOURCE_FILE_BYTES } from './read-file.js';

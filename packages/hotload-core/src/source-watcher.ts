@@ -2,9 +2,11 @@ import { EventEmitter } from 'node:events';
 import { dirname, join, resolve } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import type { ConnectionConfig } from './config.js';
+import { HOTLOAD_CHANNELS, publishDiagnostic } from './diagnostics/channels.js';
 import { relabel } from './directory-source.js';
 import { isSourceError, type SourceError } from './errors.js';
 import type { ChangeEvent, SourceWatcherOptions } from './events.js';
+import { type HotloadLogger, loggedError, silentLogger } from './logging/logger.js';
 import type { ConnectionSource, SourceSnapshot } from './source.js';
 
 /** Events of a {@link SourceWatcher}. */
@@ -54,6 +56,7 @@ async function closeChokidar(watcher: FSWatcher | undefined): Promise<void> {
 export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   readonly source: ConnectionSource;
   readonly debounceMillis: number;
+  readonly #logger: HotloadLogger;
   #current: ConnectionConfig | undefined;
   #watcher: FSWatcher | undefined;
   #closed = false;
@@ -70,6 +73,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     const debounce = options.debounceMillis ?? DEFAULT_DEBOUNCE_MILLIS;
     if (!Number.isFinite(debounce) || debounce < 0) throw new RangeError('debounceMillis must be >= 0');
     this.debounceMillis = debounce;
+    this.#logger = options.logger ?? silentLogger;
     this.#dirs = new Set(source.watchPaths.map((p) => resolve(p)));
   }
 
@@ -253,6 +257,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     if (failure) {
       if (failure.message === this.#lastErrorMessage) return;
       this.#lastErrorMessage = failure.message;
+      this.#reportSourceError(failure);
       // An 'error' event without a listener would throw; an unobserved source error is
       // not worth crashing the process for.
       if (this.listenerCount('error') > 0) this.#emitSafely('error', failure);
@@ -263,13 +268,37 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     const previous = this.#current;
     if (previous?.fingerprint === config.fingerprint) return;
     this.#current = config;
-    this.#emitSafely('change', {
+    const change: ChangeEvent = {
       previousFingerprint: previous?.fingerprint,
       config,
       changedAt: snapshot!.changedAt,
       detectedAt,
       emittedAt: Date.now(),
-    });
+    };
+    this.#reportChange(change);
+    this.#emitSafely('change', change);
+  }
+
+  /** Diagnostics channel and log line of a change: fingerprints and times, never the config. */
+  #reportChange(change: ChangeEvent): void {
+    const { previousFingerprint, changedAt, detectedAt, emittedAt } = change;
+    const fields = {
+      source: this.source.description,
+      previousFingerprint,
+      fingerprint: change.config.fingerprint,
+    };
+    publishDiagnostic(HOTLOAD_CHANNELS.change, () => ({ ...fields, changedAt, detectedAt, emittedAt }));
+    this.#logger.info({ ...fields, detectionMillis: detectedAt - changedAt }, 'hotload: source changed');
+  }
+
+  /** Diagnostics channel and log line of a source error (secret-free by construction). */
+  #reportSourceError(error: SourceError): void {
+    const source = this.source.description;
+    publishDiagnostic(HOTLOAD_CHANNELS.sourceError, () => ({ source, error }));
+    this.#logger.warn(
+      { source, err: loggedError(error) },
+      'hotload: source invalid, keeping the last good config',
+    );
   }
 
   #unsettled: { outcome: string; detectedAt: number } | undefined;

@@ -15,3 +15,6 @@ export type { HotloadOptions, PoolConfig } from './options.js';
 export { createPgModule, type PgModule } from './pg-module.js';
 export { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
 export { Pool } from './pool.js';
+export { logPoolEvents } from './pool-logging.js';
+export { type InstrumentPoolOptions, instrumentPool } from './pool-metrics.js';
+export { poolSourceName, STATIC_SOURCE_NAME } from './pool-source-name.js';

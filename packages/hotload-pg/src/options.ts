@@ -1,4 +1,10 @@
-import type { ConnectionSource, SourceSpec, SourceWatcherOptions } from 'hotload-core';
+import type {
+  ConnectionSource,
+  HotloadLogger,
+  HotloadMetricsOptions,
+  SourceSpec,
+  SourceWatcherOptions,
+} from 'hotload-core';
 import type pg from 'pg';
 
 /** The hotload part of a {@link PoolConfig}: where the connection comes from and how switches go. */
@@ -20,6 +26,19 @@ export interface HotloadOptions {
   verifyTimeoutMillis?: number;
   /** Options of the source watcher (debounce). */
   watcher?: SourceWatcherOptions;
+  /**
+   * What this pool is called in metric labels, diagnostics messages and log lines.
+   * Default: the source's description (its paths), or `static` without a source.
+   * Never put a credential here.
+   */
+  name?: string;
+  /**
+   * Prometheus metrics (see `instrumentPool`): `true` for prom-client's default registry,
+   * or `{ registry }`. Off by default; prom-client is loaded only when this is set.
+   */
+  metrics?: boolean | HotloadMetricsOptions;
+  /** A pino-compatible logger for the switch lifecycle. Default: silent. */
+  logger?: HotloadLogger;
 }
 
 /** `pg.PoolConfig` plus the optional `hotload` options. */

@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import {
+  type ConnectionCounts,
   type ConnectionSource,
   createSource,
   type SourceWatcher,
@@ -16,6 +17,9 @@ import {
   resolveSwitchOptions,
 } from './options.js';
 import { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
+import { publishPoolDiagnostics } from './pool-diagnostics.js';
+import { logPoolEvents } from './pool-logging.js';
+import { instrumentPool } from './pool-metrics.js';
 import { type NodeCallback, promisify } from './promisify.js';
 
 /** A checkout waiting for capacity (or for the initial config). */
@@ -64,6 +68,7 @@ export class Pool extends EventEmitter {
   #endCalled = false;
   #ended = false;
   #ending: Promise<void> | undefined;
+  readonly #name: string | undefined;
 
   /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
   constructor(config?: PoolConfig) {
@@ -90,6 +95,32 @@ export class Pool extends EventEmitter {
       this.#started = this.#start(createSource(hotload.source), hotload);
       this.#started.catch(noop); // reported through ready(), checkouts and 'sourceError'
     }
+    this.#name = hotload?.name;
+    this.#observe(hotload);
+  }
+
+  /** Diagnostics always (free without subscribers); metrics and logs when asked for. */
+  #observe(hotload: HotloadOptions | undefined): void {
+    publishPoolDiagnostics(this);
+    if (hotload?.metrics) instrumentPool(this, hotload.metrics === true ? {} : hotload.metrics);
+    if (hotload?.logger) logPoolEvents(this, hotload.logger);
+  }
+
+  /** `hotload.name`: this pool's name in metrics, diagnostics and logs (undefined if not given). */
+  get hotloadName(): string | undefined {
+    return this.#name;
+  }
+
+  /** The watcher of `hotload.source` (undefined without a source), e.g. to observe its `change` events. */
+  get sourceWatcher(): SourceWatcher | undefined {
+    return this.#watcher;
+  }
+
+  /** Open clients of the serving generation, and of all others (retiring, or being verified). */
+  get connectionCounts(): ConnectionCounts {
+    const total = this.totalCount;
+    const current = this.#current?.pool.totalCount ?? 0;
+    return { current, retiring: total - current };
   }
 
   /**
