@@ -11,6 +11,8 @@
  */
 import { watch } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
+import { type MetricsServer, startMetricsServer } from './metrics-server.js';
 import { formatProblem } from './problems.js';
 import { EXIT_CODES, type ReconcileFilesResult, reconcileFiles } from './reconcile-files.js';
 import type { ClaimOutcome } from './reconciler.js';
@@ -19,6 +21,7 @@ import type { StepHook } from './steps.js';
 
 const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claims <dir> --out <dir>
          [--watch] [--resync-seconds <n>] [--rotate] [--json] [--concurrency <n>]
+         [--metrics-port <port>] [--metrics-host <host>]
 
   --config           reconciler config (fragment keys, passwordConfig)
   --claims           folder of DatabaseClaim YAML files (searched recursively)
@@ -28,6 +31,9 @@ const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claim
   --rotate           rotate every claim's password now (first pass only in watch mode)
   --json             machine-readable output: one JSON object per pass
   --concurrency      claims reconciled in parallel; default 8
+  --metrics-port     with --watch: serve Prometheus metrics on http://<host>:<port>/metrics
+                     (needs the prom-client package; 0 picks a free port, printed on stderr)
+  --metrics-host     address the metrics endpoint listens on; default 0.0.0.0
 
 exit codes: 0 all claims reconciled, 1 some claim failed, 2 bad usage or config`;
 
@@ -40,6 +46,8 @@ interface CliOptions {
   rotate: boolean;
   json: boolean;
   concurrency: number;
+  metricsPort: number | undefined;
+  metricsHost: string;
 }
 
 function parseCli(argv: string[]): CliOptions {
@@ -55,6 +63,8 @@ function parseCli(argv: string[]): CliOptions {
       rotate: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
       concurrency: { type: 'string', default: '8' },
+      'metrics-port': { type: 'string' },
+      'metrics-host': { type: 'string', default: '0.0.0.0' },
       help: { type: 'boolean', default: false },
     },
   });
@@ -72,6 +82,10 @@ function parseCli(argv: string[]): CliOptions {
     throw new UsageError('--resync-seconds must be a whole number >= 1');
   if (!Number.isInteger(concurrency) || concurrency < 1)
     throw new UsageError('--concurrency must be a whole number >= 1');
+  const metricsPort = values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']);
+  if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535))
+    throw new UsageError('--metrics-port must be a port number (0-65535)');
+  if (metricsPort !== undefined && !values.watch) throw new UsageError('--metrics-port needs --watch');
   return {
     configFile: values.config,
     claimsDir: values.claims,
@@ -81,6 +95,8 @@ function parseCli(argv: string[]): CliOptions {
     rotate: values.rotate,
     json: values.json,
     concurrency,
+    metricsPort,
+    metricsHost: values['metrics-host'],
   };
 }
 
@@ -116,7 +132,12 @@ function printSummary(result: ReconcileFilesResult, seconds: number): void {
   );
 }
 
-async function runPass(options: CliOptions, rotate: boolean, onStep: StepHook | undefined): Promise<number> {
+async function runPass(
+  options: CliOptions,
+  rotate: boolean,
+  onStep: StepHook | undefined,
+  metrics?: ReconcilerMetrics,
+): Promise<number> {
   const started = performance.now();
   try {
     const result = await reconcileFiles({
@@ -126,6 +147,7 @@ async function runPass(options: CliOptions, rotate: boolean, onStep: StepHook | 
       rotate,
       concurrency: options.concurrency,
       onStep,
+      metrics,
       onOutcome: options.json ? undefined : printOutcome,
     });
     const seconds = (performance.now() - started) / 1000;
@@ -150,6 +172,7 @@ async function runPass(options: CliOptions, rotate: boolean, onStep: StepHook | 
 
 /** Watch mode: passes are serialized; changes during a pass trigger one more pass. */
 async function runWatch(options: CliOptions, onStep: StepHook | undefined): Promise<number> {
+  const endpoint = options.metricsPort === undefined ? undefined : await serveMetrics(options);
   let running: Promise<unknown> | undefined;
   let again = false;
   let rotate = options.rotate;
@@ -162,7 +185,7 @@ async function runWatch(options: CliOptions, onStep: StepHook | undefined): Prom
     }
     const thisRotate = rotate;
     rotate = false;
-    running = runPass(options, thisRotate, onStep).finally(() => {
+    running = runPass(options, thisRotate, onStep, endpoint?.metrics).finally(() => {
       running = undefined;
       if (again) {
         again = false;
@@ -187,7 +210,24 @@ async function runWatch(options: CliOptions, onStep: StepHook | undefined): Prom
   clearInterval(timer);
   clearTimeout(debounce);
   await running;
+  await endpoint?.server.close();
   return EXIT_CODES.ok;
+}
+
+/**
+ * Loads prom-client (only now: it is an optional peer), registers the reconciler's
+ * metrics and Node's process metrics on a fresh registry, and serves it.
+ */
+async function serveMetrics(
+  options: CliOptions,
+): Promise<{ metrics: ReconcilerMetrics; server: MetricsServer }> {
+  const client = await import('prom-client');
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const metrics = prometheusMetrics(client, registry);
+  const server = await startMetricsServer(registry, options.metricsPort ?? 0, options.metricsHost);
+  console.error(`metrics: ${server.url}`);
+  return { metrics, server };
 }
 
 async function main(): Promise<void> {

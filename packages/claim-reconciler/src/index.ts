@@ -13,7 +13,7 @@ export {
 } from './claim-schema.js';
 export { type Binding, type ClaimStatus, readStatus, STATUS_SUFFIX, statusPath } from './claim-status.js';
 export { matchFragmentKey } from './fragment-matcher.js';
-export { METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
+export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
 export { formatProblem, type Problem } from './problems.js';
 export { type ClaimNames, claimNames, ProvisioningConflictError } from './provisioner.js';

@@ -1,8 +1,11 @@
 /**
- * Metrics of the database controller design ("Metrics/Telemetry"), as a small interface the
- * reconciler calls, with a Prometheus implementation on the optional `prom-client` peer.
+ * Metrics of the database controller ("Metrics/Telemetry" in its design), with the names
+ * the database controller itself exposes (`users_created_total`, `password_rotated_total`,
+ * ...), as a small interface the reconciler calls, and a Prometheus implementation on the
+ * optional `prom-client` peer.
  */
 import type * as PromClient from 'prom-client';
+import type { ClaimResult } from './reconciler.js';
 
 /** What the reconciler reports. All durations are in seconds. */
 export interface ReconcilerMetrics {
@@ -20,46 +23,85 @@ export interface ReconcilerMetrics {
   claimLoaded(seconds: number): void;
   /** A claim document failed validation. */
   claimLoadError(): void;
+  /** A database was created. */
+  databaseCreated?(): void;
+  /** After each pass: how many claims ended in each state. */
+  claimStates?(counts: Readonly<Partial<Record<ClaimResult, number>>>): void;
 }
 
-/** Metric names, prefixed `dbclaim_`. */
+/**
+ * Metric names: the database controller's where it has one (same meaning), `dbclaim_`
+ * for the ones only its design lists (claim loading) and for claims by state.
+ */
 export const METRIC_NAMES = {
-  usersCreated: 'dbclaim_users_created_total',
-  userCreateSeconds: 'dbclaim_user_create_duration_seconds',
-  provisioningErrors: 'dbclaim_provisioning_errors_total',
-  userCreateErrors: 'dbclaim_user_create_errors_total',
-  passwordsRotated: 'dbclaim_passwords_rotated_total',
-  passwordRotateSeconds: 'dbclaim_password_rotate_duration_seconds',
-  passwordRotateErrors: 'dbclaim_password_rotate_errors_total',
+  usersCreated: 'users_created_total',
+  userCreateSeconds: 'user_create_time_seconds',
+  userCreateErrors: 'users_create_errors_total',
+  usersUpdated: 'users_updated_total',
+  userUpdateSeconds: 'user_update_time_seconds',
+  userUpdateErrors: 'users_update_errors_total',
+  databasesCreated: 'databases_created_total',
+  provisioningErrors: 'database_provisioning_errors_total',
+  passwordsRotated: 'password_rotated_total',
+  passwordRotateSeconds: 'password_rotation_time_seconds',
+  passwordRotateErrors: 'password_rotate_errors_total',
   claimsLoaded: 'dbclaim_claims_loaded_total',
   claimLoadSeconds: 'dbclaim_claim_load_duration_seconds',
   claimLoadErrors: 'dbclaim_claim_load_errors_total',
+  claims: 'dbclaim_claims',
 } as const;
+
+/** Every state a claim can end a pass in: the `state` label values of `dbclaim_claims`. */
+export const CLAIM_STATES: readonly ClaimResult[] = [
+  'created',
+  'rotated',
+  'repaired',
+  'moved',
+  'updated',
+  'unchanged',
+  'deleted',
+  'deletion-pending',
+  'error',
+];
 
 /**
  * Prometheus metrics registered in `registry`. Pass the `prom-client` module you use, so
  * this package does not load its own copy: `prometheusMetrics(await import('prom-client'), registry)`.
+ * A rotation sets a new password on an existing user, so it counts as a user update too
+ * (`users_updated_total`, `user_update_time_seconds`), as in the database controller.
  */
 export function prometheusMetrics(
-  client: Pick<typeof PromClient, 'Counter' | 'Histogram'>,
+  client: Pick<typeof PromClient, 'Counter' | 'Histogram' | 'Gauge'>,
   registry: PromClient.Registry,
 ): ReconcilerMetrics {
   const counter = (name: string, help: string) => new client.Counter({ name, help, registers: [registry] });
   const histogram = (name: string, help: string) =>
     new client.Histogram({ name, help, registers: [registry] });
-  const usersCreated = counter(METRIC_NAMES.usersCreated, 'Total database users created');
-  const userCreateSeconds = histogram(METRIC_NAMES.userCreateSeconds, 'Time to create a new database user');
-  const provisioningErrors = counter(METRIC_NAMES.provisioningErrors, 'Total database provisioning errors');
-  const userCreateErrors = counter(METRIC_NAMES.userCreateErrors, 'Total database users created with errors');
-  const passwordsRotated = counter(METRIC_NAMES.passwordsRotated, 'Total passwords rotated');
-  const passwordRotateSeconds = histogram(METRIC_NAMES.passwordRotateSeconds, 'Time to rotate user password');
-  const passwordRotateErrors = counter(
-    METRIC_NAMES.passwordRotateErrors,
-    'Total password rotated with error',
+  const N = METRIC_NAMES;
+  const usersCreated = counter(N.usersCreated, 'Number of created users');
+  const userCreateSeconds = histogram(N.userCreateSeconds, 'Histogram of user creation time in seconds');
+  const userCreateErrors = counter(N.userCreateErrors, 'Number of users created with errors');
+  const usersUpdated = counter(N.usersUpdated, 'Number of updated users');
+  const userUpdateSeconds = histogram(N.userUpdateSeconds, 'Histogram of user updating time in seconds');
+  const userUpdateErrors = counter(N.userUpdateErrors, 'Number of users updated with errors');
+  const databasesCreated = counter(N.databasesCreated, 'Number of created databases');
+  const provisioningErrors = counter(N.provisioningErrors, 'Number of failed database provisioning');
+  const passwordsRotated = counter(N.passwordsRotated, 'Number of rotated passwords');
+  const passwordRotateSeconds = histogram(
+    N.passwordRotateSeconds,
+    'Histogram of password rotation time in seconds',
   );
-  const claimsLoaded = counter(METRIC_NAMES.claimsLoaded, 'Total DBClaims loaded');
-  const claimLoadSeconds = histogram(METRIC_NAMES.claimLoadSeconds, 'Time to load a DBClaim');
-  const claimLoadErrors = counter(METRIC_NAMES.claimLoadErrors, 'Total DBClaim load errors');
+  const passwordRotateErrors = counter(N.passwordRotateErrors, 'Number of passwords rotated with errors');
+  const claimsLoaded = counter(N.claimsLoaded, 'Total DBClaims loaded');
+  const claimLoadSeconds = histogram(N.claimLoadSeconds, 'Time to load a DBClaim');
+  const claimLoadErrors = counter(N.claimLoadErrors, 'Total DBClaim load errors');
+  const claims = new client.Gauge({
+    name: N.claims,
+    help: 'DBClaims by the state they ended the last pass in',
+    labelNames: ['state'],
+    registers: [registry],
+  });
+  for (const state of CLAIM_STATES) claims.set({ state }, 0);
   return {
     usersCreated(count, seconds) {
       usersCreated.inc(count);
@@ -70,12 +112,21 @@ export function prometheusMetrics(
     passwordRotated(seconds) {
       passwordsRotated.inc();
       passwordRotateSeconds.observe(seconds);
+      usersUpdated.inc();
+      userUpdateSeconds.observe(seconds);
     },
-    passwordRotateError: () => passwordRotateErrors.inc(),
+    passwordRotateError() {
+      passwordRotateErrors.inc();
+      userUpdateErrors.inc();
+    },
     claimLoaded(seconds) {
       claimsLoaded.inc();
       claimLoadSeconds.observe(seconds);
     },
     claimLoadError: () => claimLoadErrors.inc(),
+    databaseCreated: () => databasesCreated.inc(),
+    claimStates(counts) {
+      for (const state of CLAIM_STATES) claims.set({ state }, counts[state] ?? 0);
+    },
   };
 }

@@ -174,6 +174,7 @@ export class Reconciler {
           outcomes.push(outcome);
         }
       }
+      this.#options.metrics?.claimStates?.(countByResult(outcomes));
       return { outcomes, deletionsSkipped };
     } finally {
       await connections.closeAll();
@@ -226,7 +227,10 @@ export class Reconciler {
       const master = await connections.get(target);
       const provisioner = Provisioner.create(master, names, claim.key, onStep);
       const ensured = await provisioner.ensure();
-      if (ensured.databaseCreated) actions.push(`created database ${names.database}`);
+      if (ensured.databaseCreated) {
+        actions.push(`created database ${names.database}`);
+        metrics?.databaseCreated?.();
+      }
       if (ensured.rolesCreated.length > 0) actions.push(`created roles ${ensured.rolesCreated.join(', ')}`);
       const usersCreated = ensured.rolesCreated.filter((role) => role !== names.baseRole).length;
       if (usersCreated > 0) metrics?.usersCreated(usersCreated, (performance.now() - started) / 1000);
@@ -539,4 +543,11 @@ async function mapConcurrently<T, R>(
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
   return results;
+}
+
+/** How many outcomes ended in each result, for the claims-by-state metric. */
+function countByResult(outcomes: readonly ClaimOutcome[]): Partial<Record<ClaimResult, number>> {
+  const counts: Partial<Record<ClaimResult, number>> = {};
+  for (const { result } of outcomes) counts[result] = (counts[result] ?? 0) + 1;
+  return counts;
 }
