@@ -36,6 +36,11 @@ export async function startNotesService(options: NotesServiceOptions): Promise<N
     hotload: {
       source: { secretDirectory: options.secretDirectory },
       drainTimeoutMillis: options.drainTimeoutMillis ?? 5_000,
+      // When the database moves to another server, the table must exist there before
+      // any request lands on it. (Copying the data is the reconciler's job, not ours.)
+      prepare: async (client) => {
+        await client.query(SCHEMA);
+      },
     },
   });
   await pool.query(SCHEMA);

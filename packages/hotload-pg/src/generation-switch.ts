@@ -96,14 +96,14 @@ export class GenerationSwitch {
 
   async #run(attempt: SwitchAttempt, requestedAt: number, changedAt: number | undefined): Promise<boolean> {
     const started = performance.now();
-    const { verifyRetryInitialMillis, verifyRetryMaxMillis, verifyTimeoutMillis } = this.options;
+    const { verifyRetryInitialMillis, verifyRetryMaxMillis, verifyTimeoutMillis, prepare } = this.options;
     let candidate: Generation | undefined;
     for (let attempts = 1; ; attempts++) {
       let failure: unknown;
       try {
         // Building can fail too (e.g. an sslrootcert file not there yet): retried alike.
         candidate ??= this.target.createGeneration(attempt.settings);
-        await verifyGeneration(candidate, verifyTimeoutMillis);
+        await verifyGeneration(candidate, verifyTimeoutMillis, prepare);
       } catch (error) {
         failure = error ?? new Error('verify failed');
       }

@@ -39,6 +39,14 @@ export interface HotloadOptions {
   metrics?: boolean | HotloadMetricsOptions;
   /** A pino-compatible logger for the switch lifecycle. Default: silent. */
   logger?: HotloadLogger;
+  /**
+   * Runs on the verify connection of every generation after the first (the first serves
+   * as soon as the source is read, as `pg.Pool` would), after `SELECT 1` and before
+   * any work moves there — e.g. to make sure the schema exists on a server the database
+   * just moved to. A rejection counts as a failed verify: the current generation keeps
+   * serving and the attempt is retried with backoff.
+   */
+  prepare?: (client: pg.PoolClient) => Promise<void>;
 }
 
 /** `pg.PoolConfig` plus the optional `hotload` options. */
@@ -52,6 +60,7 @@ export interface ResolvedSwitchOptions {
   readonly verifyRetryInitialMillis: number;
   readonly verifyRetryMaxMillis: number;
   readonly verifyTimeoutMillis: number;
+  readonly prepare: ((client: pg.PoolClient) => Promise<void>) | undefined;
 }
 
 /** Applies the defaults of {@link HotloadOptions}. */
@@ -61,5 +70,6 @@ export function resolveSwitchOptions(options: HotloadOptions | undefined): Resol
     verifyRetryInitialMillis: options?.verifyRetryInitialMillis ?? 100,
     verifyRetryMaxMillis: options?.verifyRetryMaxMillis ?? 5_000,
     verifyTimeoutMillis: options?.verifyTimeoutMillis ?? 10_000,
+    prepare: options?.prepare,
   };
 }

@@ -1,11 +1,17 @@
+import type pg from 'pg';
 import type { Generation } from './generation.js';
 
 /**
- * Proves a candidate generation works: checks a client out of it, runs `SELECT 1` and
- * gives the client back, where it stays as a warm idle client for the first queries
- * after the switch. Rejects with the connect or query error, or after `timeoutMillis`.
+ * Proves a candidate generation works: checks a client out of it, runs `SELECT 1` (and
+ * the user's `prepare` hook, if any) and gives the client back, where it stays as a warm
+ * idle client for the first queries after the switch. Rejects with the connect, query or
+ * hook error, or after `timeoutMillis`.
  */
-export function verifyGeneration(candidate: Generation, timeoutMillis: number): Promise<void> {
+export function verifyGeneration(
+  candidate: Generation,
+  timeoutMillis: number,
+  prepare?: (client: pg.PoolClient) => Promise<void>,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const settle = (err: Error | undefined): void => {
@@ -24,10 +30,20 @@ export function verifyGeneration(candidate: Generation, timeoutMillis: number): 
       // The socket may die mid-verify; without a listener pg would crash the process.
       const onError = (socketError: Error): void => settle(socketError);
       client.on('error', onError);
-      client.query('SELECT 1', (queryError: Error | null | undefined) => {
+      const finish = (error: Error | undefined): void => {
         client.removeListener('error', onError);
-        release(queryError ?? undefined);
-        settle(queryError ?? undefined);
+        release(error);
+        settle(error);
+      };
+      client.query('SELECT 1', (queryError: Error | null | undefined) => {
+        if (queryError || !prepare) return finish(queryError ?? undefined);
+        prepare(client).then(
+          () => finish(undefined),
+          (hookError: unknown) =>
+            finish(
+              hookError instanceof Error ? hookError : new Error(`prepare hook failed: ${String(hookError)}`),
+            ),
+        );
       });
     }, true);
   });

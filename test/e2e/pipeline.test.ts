@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest';
+import { runPipelineDemo } from '../../examples/demo/pipeline.js';
+
+// A short version of `npm run demo`: claim → reconciler → secret → service → load, with
+// rotations (each switching the login user) and a move to a second instance under load.
+describe('claim-to-connection pipeline', () => {
+  it('serves every request through rotations and a move, and ends on the new server and user', async () => {
+    const result = await runPipelineDemo({ durationSeconds: 8, rotations: 2, concurrency: 8 });
+
+    expect(result.stats.failures).toEqual([]);
+    expect(result.stats.failed).toBe(0);
+    expect(result.stats.ok).toBeGreaterThan(0);
+    expect(result.changes.map((c) => c.kind)).toEqual(['rotation', 'move', 'rotation']);
+    expect(result.finalServerPort).toBe(result.instancePorts.second);
+    expect(result.finalUser).toBe(result.publishedUser);
+    // Every change became a new generation, and every retired generation drained.
+    expect(result.switchLatenciesMs).toHaveLength(3);
+    expect(result.oldCredentialsGoneMs).toHaveLength(3);
+  });
+});
