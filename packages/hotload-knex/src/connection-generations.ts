@@ -67,6 +67,11 @@ export class ConnectionGenerations<Connection extends object> {
     return this.#current;
   }
 
+  /** Connections of the current generation still open. */
+  get currentCount(): number {
+    return this.#live.get(this.#current)?.size ?? 0;
+  }
+
   /** Connections of retired generations still open. */
   get staleCount(): number {
     let count = 0;

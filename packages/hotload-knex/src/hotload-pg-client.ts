@@ -1,6 +1,7 @@
 import {
   type ChangeEvent,
   type ConnectionConfig,
+  type ConnectionCounts,
   createSource,
   type SourceError,
   SourceWatcher,
@@ -11,6 +12,7 @@ import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
 import { ConnectionGenerations } from './connection-generations.js';
 import { HotloadKnexEvents, targetOf } from './events.js';
 import { type ForceClosable, forceCloseConnection, type PgWireModule } from './force-close.js';
+import { instrumentKnex, logKnexEvents, publishKnexDiagnostics } from './knex-observability.js';
 import {
   type HotloadKnexOptions,
   type ResolvedHotloadKnexOptions,
@@ -91,6 +93,29 @@ export class HotloadPgClient extends ClientPg {
     // Knex only builds the pool when `connection` is given; the source is our connection.
     if (!this.driver) this.initializeDriver();
     if (!this.pool && config.pool?.max !== 0) this.initializePool(this.config);
+    this.observe(config.hotload);
+  }
+
+  /** Diagnostics always (free without subscribers); metrics and logs when asked for. */
+  private observe({ name, metrics, logger }: HotloadKnexOptions): void {
+    publishKnexDiagnostics(this, name);
+    if (metrics) instrumentKnex(this, { ...(metrics === true ? {} : metrics), ...(name ? { name } : {}) });
+    if (logger) logKnexEvents(this, logger, name);
+  }
+
+  /** The source watcher (e.g. to observe its `change` events). */
+  get sourceWatcher(): SourceWatcher {
+    return this.watcher;
+  }
+
+  /** Open raw connections of the current generation and of retired ones (for metrics). */
+  get connectionCounts(): ConnectionCounts {
+    return { current: this.generations.currentCount, retiring: this.generations.staleCount };
+  }
+
+  /** True once `destroy()` was called. */
+  get destroyed(): boolean {
+    return this.closed;
   }
 
   private async startWatching(sourceDescription: string): Promise<ConnectionConfig> {

@@ -12,4 +12,10 @@ export {
   type VerifyFailedEvent,
 } from './events.js';
 export { type HotloadKnexConfig, HotloadPgClient } from './hotload-pg-client.js';
+export {
+  type InstrumentKnexOptions,
+  instrumentKnex,
+  logKnexEvents,
+  type ObservableKnexClient,
+} from './knex-observability.js';
 export type { HotloadKnexOptions } from './options.js';

@@ -1,4 +1,4 @@
-import type { ConnectionSource, SourceSpec } from 'hotload-core';
+import type { ConnectionSource, HotloadLogger, HotloadMetricsOptions, SourceSpec } from 'hotload-core';
 
 /** The `hotload` block of a Knex config handled by {@link HotloadPgClient}. */
 export interface HotloadKnexOptions {
@@ -18,6 +18,15 @@ export interface HotloadKnexOptions {
   retryMaxDelayMillis?: number;
   /** Passed to the source watcher: bursts of file events within this window are read once. */
   debounceMillis?: number;
+  /**
+   * This client's name in metric labels, diagnostics messages and log lines. Default: the
+   * source's description (its paths). Never put a credential here.
+   */
+  name?: string;
+  /** Prometheus metrics (see `instrumentKnex`): `true` or `{ registry }`. Off by default. */
+  metrics?: boolean | HotloadMetricsOptions;
+  /** A pino-compatible logger for the switch lifecycle. Default: silent. */
+  logger?: HotloadLogger;
 }
 
 /** {@link HotloadKnexOptions} with every default filled in. */
