@@ -2,6 +2,7 @@
  * One reconcile pass from files: a config file and a folder of claim YAML, into an output
  * folder. What the CLI runs once per pass; usable as a library call too.
  */
+import type { HotloadLogger } from 'hotload-core';
 import { loadClaimsFromDirectory } from './claim-schema.js';
 import type { ReconcilerMetrics } from './metrics.js';
 import type { Problem } from './problems.js';
@@ -30,6 +31,8 @@ export interface ReconcileFilesOptions {
   readonly onOutcome?: (outcome: ClaimOutcome) => void;
   readonly now?: () => Date;
   readonly metrics?: ReconcilerMetrics;
+  /** A pino-compatible logger: one line per claim outcome. Default: silent. */
+  readonly logger?: HotloadLogger;
 }
 
 /** What a pass from files did. */
@@ -53,6 +56,7 @@ export async function reconcileFiles(options: ReconcileFilesOptions): Promise<Re
     now: options.now,
     concurrency: options.concurrency,
     metrics: options.metrics,
+    logger: options.logger,
   });
   for (let i = 0; i < errors.length; i++) options.metrics?.claimLoadError();
   const result = await reconciler.reconcile(loaded.claims, {

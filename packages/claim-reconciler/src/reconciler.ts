@@ -10,6 +10,7 @@
  * The secret is the source of truth for the active user; the status only adds timestamps
  * and where earlier databases live (for instance changes and deletions).
  */
+import type { HotloadLogger } from 'hotload-core';
 import type { DatabaseClaim } from './claim-schema.js';
 import {
   type Binding,
@@ -23,6 +24,7 @@ import {
 import { matchFragmentKey } from './fragment-matcher.js';
 import { type InstanceTarget, instanceId, MasterConnections } from './master-connection.js';
 import type { ReconcilerMetrics } from './metrics.js';
+import { logOutcome } from './outcome-logging.js';
 import { tryLogin } from './pg-connection.js';
 import { claimNames, Provisioner } from './provisioner.js';
 import type { ReconcilerConfig } from './reconciler-config.js';
@@ -71,6 +73,8 @@ export interface ReconcilerOptions {
   readonly concurrency?: number;
   /** Metrics sink (see {@link prometheusMetrics}); none by default. */
   readonly metrics?: ReconcilerMetrics;
+  /** A pino-compatible logger: one line per claim outcome. Default: silent. */
+  readonly logger?: HotloadLogger;
 }
 
 /** Options of one {@link Reconciler.reconcile} pass. */
@@ -161,7 +165,7 @@ export class Reconciler {
           ? await this.recordError(claim, conflict)
           : await this.reconcileClaim(claim, connections, usage, pass.rotate ?? false);
         this.#options.metrics?.claimLoaded((performance.now() - started) / 1000);
-        this.#options.onOutcome?.(outcome);
+        this.#reportOutcome(outcome);
         return outcome;
       });
 
@@ -170,7 +174,7 @@ export class Reconciler {
         for (const { path, status } of statuses) {
           if (present.has(status.claim)) continue;
           const outcome = await this.deleteClaim(path, status, connections, usage);
-          this.#options.onOutcome?.(outcome);
+          this.#reportOutcome(outcome);
           outcomes.push(outcome);
         }
       }
@@ -179,6 +183,11 @@ export class Reconciler {
     } finally {
       await connections.closeAll();
     }
+  }
+
+  #reportOutcome(outcome: ClaimOutcome): void {
+    if (this.#options.logger) logOutcome(this.#options.logger, outcome);
+    this.#options.onOutcome?.(outcome);
   }
 
   /** Where `claim` wants its database, or undefined when its label matches no fragment key. */
