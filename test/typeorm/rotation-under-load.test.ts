@@ -2,18 +2,20 @@
  * TypeORM on hotload-pg under continuous load while the password rotates and the login
  * user switches: no failed query, and no session of a previous user once drained.
  */
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
-import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { hotloadTypeOrmOptions } from 'hotload-pg';
 import {
   type AppUser,
   createAppDatabase,
   newPassword,
+  type PostgresCluster,
   SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
-} from '../../packages/hotload-knex/test/app-database.js';
-import { hotloadTypeOrmOptions } from './hotload-typeorm-options.js';
+  startCluster,
+} from 'hotload-test-support';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ItemEntity } from './item.js';
 import { hotloadPoolOf, nextPoolEvent, TypeOrmLoad } from './typeorm-helpers.js';
 

@@ -3,19 +3,21 @@
  * commits, a move to a second server under load fails no query, and
  * `dataSource.destroy()` closes every generation.
  */
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
-import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { hotloadTypeOrmOptions } from 'hotload-pg';
 import {
   type AppUser,
   createAppDatabase,
   newPassword,
+  type PostgresCluster,
   SecretDirectory,
   sessionsOf,
   sessionsOfAfterExit,
   setPassword,
-} from '../../packages/hotload-knex/test/app-database.js';
-import { hotloadTypeOrmOptions } from './hotload-typeorm-options.js';
+  startCluster,
+} from 'hotload-test-support';
+import { DataSource } from 'typeorm';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ItemEntity } from './item.js';
 import { hotloadPoolOf, nextPoolEvent, TypeOrmLoad } from './typeorm-helpers.js';
 

@@ -2,18 +2,19 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHotloadKnex } from 'hotload-knex';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
-import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AppUser,
   createAppDatabase,
   newPassword,
+  type PostgresCluster,
   SecretDirectory,
   sessionsOf,
   sessionsOfAfterExit,
   setPassword,
-} from './app-database.js';
+  startCluster,
+} from 'hotload-test-support';
+import type { Knex } from 'knex';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, QueryLoad } from './knex-helpers.js';
 
 describe('Knex moving to a second server, and migrating and seeding during a rotation', () => {

@@ -1,14 +1,15 @@
 import { createHotloadKnex, type HotloadKnex } from 'hotload-knex';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AppUser,
   createAppDatabase,
   newPassword,
+  type PostgresCluster,
   SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
-} from './app-database.js';
+  startCluster,
+} from 'hotload-test-support';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, QueryLoad, recordEvents } from './knex-helpers.js';
 
 const WORKERS = 4;

@@ -1,16 +1,17 @@
 import { PassThrough } from 'node:stream';
 import { createHotloadKnex, ForceClosedError, HotloadPgClient } from 'hotload-knex';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
-import knex from 'knex';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   type AppUser,
   createAppDatabase,
   newPassword,
+  type PostgresCluster,
   SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
-} from './app-database.js';
+  startCluster,
+} from 'hotload-test-support';
+import knex from 'knex';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { nextEvent } from './knex-helpers.js';
 
 describe('Knex features across a switch', () => {

@@ -1,5 +1,5 @@
 /**
- * Test fixtures shared by the hotload-knex and TypeORM tests: a database laid out the way
+ * Fixtures shared by the driver tests (hotload-knex, TypeORM, ...): a database laid out the way
  * the claim reconciler lays it out (a NOLOGIN base role `app` owning everything, login
  * users `app_a` and `app_b` that act as `app`), a secret directory written the way the
  * kubelet writes one, and what the server says about sessions.
@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeSecretAtomically } from 'hotload-core';
-import type { PostgresCluster } from 'hotload-test-support';
+import type { PostgresCluster } from './postgres-cluster.js';
 
 export const APP_DATABASE = 'appdb';
 export type AppUser = 'app_a' | 'app_b';

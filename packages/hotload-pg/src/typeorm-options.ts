@@ -1,5 +1,6 @@
 import type { ConnectionSource, SourceSpec } from 'hotload-core';
-import { createPgModule, type HotloadOptions, type PgModule } from 'hotload-pg';
+import type { HotloadOptions } from './options.js';
+import { createPgModule, type PgModule } from './pg-module.js';
 
 /** The part of TypeORM's postgres `DataSourceOptions` that puts a DataSource on hotload-pg. */
 export interface HotloadTypeOrmOptions {
@@ -21,7 +22,7 @@ export interface HotloadTypeOrmOptions {
  * drops any TypeORM passes). TypeORM's pool options (`poolSize`, `connectTimeoutMS`,
  * `applicationName`, other `extra` keys) still apply.
  *
- * Proposed for hotload-pg (kept with the TypeORM tests until then).
+ * Typed structurally, so hotload-pg needs no dependency on TypeORM.
  */
 export function hotloadTypeOrmOptions(
   source: SourceSpec | ConnectionSource,
