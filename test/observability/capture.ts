@@ -16,7 +16,12 @@ export function captureDiagnostics(): { messages: CapturedMessage[]; stop: () =>
     diagnosticsChannel.subscribe(channel, onMessage);
     return () => diagnosticsChannel.unsubscribe(channel, onMessage);
   });
-  return { messages, stop: () => subscriptions.forEach((unsubscribe) => unsubscribe()) };
+  return {
+    messages,
+    stop: () => {
+      for (const unsubscribe of subscriptions) unsubscribe();
+    },
+  };
 }
 
 /** One captured log line: level, fields and message, as pino would print them. */
