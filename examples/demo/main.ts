@@ -15,7 +15,7 @@ user _a <-> _b) and the database moves to a second PostgreSQL instance.
 Options:
   --duration <seconds>   how long the load runs (default 20)
   --rotations <n>        password rotations during the run (default 4)
-  --concurrency <n>      concurrent request loops (default 16)
+  --concurrency <n>      concurrent request loops (default 8)
   -h, --help             show this help
 
 Exit status: 0 when every request succeeded, 1 when any failed, 2 on a usage error.`;
@@ -24,7 +24,7 @@ const { values } = parseArgs({
   options: {
     duration: { type: 'string', default: '20' },
     rotations: { type: 'string', default: '4' },
-    concurrency: { type: 'string', default: '16' },
+    concurrency: { type: 'string', default: '8' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
