@@ -6,10 +6,10 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { ConnectionConfig, HOTLOAD_CHANNELS, publishDiagnostic } from 'hotload-core';
 import { Pool } from 'hotload-pg';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureDiagnostics, leakForms, renderings } from './capture.js';
-import { nextEvent, uniquePassword } from './fixtures.js';
+import { uniquePassword } from './fixtures.js';
 
 let cluster: PostgresCluster;
 const passwords = [uniquePassword('d1'), uniquePassword('d2')];

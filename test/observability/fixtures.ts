@@ -29,22 +29,3 @@ export async function publishSecret(
     toSecretFiles(ConnectionConfig.create({ host, port, user, password, database })),
   );
 }
-
-/** Resolves with the next `event` payload of `emitter` that satisfies `accept`. */
-export function nextEvent<T>(
-  emitter: {
-    on(event: string, listener: (payload: T) => void): unknown;
-    removeListener(event: string, listener: (payload: T) => void): unknown;
-  },
-  event: string,
-  accept: (payload: T) => boolean = () => true,
-): Promise<T> {
-  return new Promise((resolve) => {
-    const listener = (payload: T): void => {
-      if (!accept(payload)) return;
-      emitter.removeListener(event, listener);
-      resolve(payload);
-    };
-    emitter.on(event, listener);
-  });
-}

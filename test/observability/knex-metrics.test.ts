@@ -4,11 +4,11 @@
  */
 import { type ChangeEvent, HOTLOAD_METRIC_NAMES as N } from 'hotload-core';
 import { createHotloadKnex, type DrainedEvent, type SwitchEvent, type VerifyFailedEvent } from 'hotload-knex';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureDiagnostics, captureLogger, leakForms, renderings } from './capture.js';
-import { nextEvent, publishSecret, tempDir, uniquePassword } from './fixtures.js';
+import { publishSecret, tempDir, uniquePassword } from './fixtures.js';
 import { metricValue } from './metrics-helpers.js';
 
 let cluster: PostgresCluster;

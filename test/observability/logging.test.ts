@@ -4,9 +4,10 @@
  */
 import { createSource, loggedError, SourceWatcher, writeSecretAtomically } from 'hotload-core';
 import { redactError } from 'hotload-pg';
+import { nextEvent } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureLogger, leakForms, renderings } from './capture.js';
-import { nextEvent, tempDir, uniquePassword } from './fixtures.js';
+import { tempDir, uniquePassword } from './fixtures.js';
 
 let dir: { path: string; remove: () => Promise<void> };
 beforeAll(async () => {

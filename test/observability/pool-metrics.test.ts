@@ -4,10 +4,10 @@
  */
 import { type ChangeEvent, HOTLOAD_METRIC_NAMES as N } from 'hotload-core';
 import { type DrainedEvent, Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nextEvent, publishSecret, tempDir, uniquePassword } from './fixtures.js';
+import { publishSecret, tempDir, uniquePassword } from './fixtures.js';
 import { metricValue } from './metrics-helpers.js';
 
 let cluster: PostgresCluster;

@@ -5,11 +5,11 @@
  */
 import { writeSecretAtomically } from 'hotload-core';
 import { Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { captureDiagnostics, captureLogger, leakForms, renderings } from './capture.js';
-import { nextEvent, publishSecret, tempDir, uniquePassword } from './fixtures.js';
+import { publishSecret, tempDir, uniquePassword } from './fixtures.js';
 
 let cluster: PostgresCluster;
 let secret: { path: string; remove: () => Promise<void> };

@@ -1,6 +1,7 @@
 /**
- * Test support shared by every package's tests: throwaway PostgreSQL clusters and a TCP
- * fault proxy. Import it as `hotload-test-support`.
+ * Test support shared by every package's tests: throwaway PostgreSQL clusters, a TCP
+ * fault proxy, waiting for an event and a steady worker load. Import it as
+ * `hotload-test-support`.
  */
 export {
   APP_DATABASE,
@@ -14,6 +15,7 @@ export {
 } from './app-database.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
+export { type EventSource, nextEvent } from './next-event.js';
 export { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
 export {
   CLUSTER_DIR_PREFIX,
@@ -22,3 +24,4 @@ export {
   PostgresCluster,
   startCluster,
 } from './postgres-cluster.js';
+export { WorkerLoad } from './worker-load.js';
