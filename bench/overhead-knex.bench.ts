@@ -9,10 +9,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AtomicSecretWriter } from 'hotload-core';
 import { createHotloadKnex } from 'hotload-knex';
 import { startCluster } from 'hotload-test-support';
 import knex, { type Knex } from 'knex';
+import {
+  alternatingRounds,
+  median,
+  medianRatio,
+  runLoops,
+  writeSuperuserSecret,
+} from './support/alternating-rounds.js';
 
 const CONCURRENCY = 16;
 const ROUNDS = 15;
@@ -26,57 +32,33 @@ interface Round {
 
 /** Runs CONCURRENCY loops on `db` for ROUND_MILLIS. */
 async function measure(db: Knex): Promise<Round> {
-  let count = 0;
   const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  const deadline = started + ROUND_MILLIS;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      for (let n = 0; performance.now() < deadline; n++) {
-        if (n % 2 === 0) await db.raw('SELECT 1');
-        else await db('pg_class').select('relname').where('oid', 1259).first();
-        count++;
-      }
-    }),
+  const { count, seconds } = await runLoops(CONCURRENCY, ROUND_MILLIS, (n) =>
+    n % 2 === 0 ? db.raw('SELECT 1') : db('pg_class').select('relname').where('oid', 1259).first(),
   );
-  const seconds = (performance.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   return { qps: count / seconds, cpuMicrosPerQuery: (cpu.user + cpu.system) / count };
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
 const cluster = await startCluster();
 const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-knex-'));
 try {
+  await writeSuperuserSecret(cluster, dir);
   const superuser = cluster.connectionConfig();
-  await new AtomicSecretWriter(dir).write({
-    hostname: superuser.host,
-    port: String(superuser.port),
-    username: superuser.user,
-    password: superuser.password,
-    database: superuser.database,
-  });
   const pool = { min: 0, max: CONCURRENCY };
   const plain = knex({ client: 'pg', connection: superuser, pool });
   const hotload = await createHotloadKnex({ hotload: { source: { secretDirectory: dir } }, pool });
-  await measure(plain); // warm-up: connections and JIT
-  await measure(hotload);
-  const knexRounds: Round[] = [];
-  const hotloadRounds: Round[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    // Alternate which goes first so drift (CPU frequency, autovacuum) hits both alike.
-    if (round % 2 === 0) {
-      knexRounds.push(await measure(plain));
-      hotloadRounds.push(await measure(hotload));
-    } else {
-      hotloadRounds.push(await measure(hotload));
-      knexRounds.push(await measure(plain));
-    }
-  }
+  const { baseline: knexRounds, candidate: hotloadRounds } = await alternatingRounds({
+    rounds: ROUNDS,
+    baseline: () => measure(plain),
+    candidate: () => measure(hotload),
+  });
   await plain.destroy();
   await hotload.destroy();
-  const ratio = median(hotloadRounds.map((round, i) => round.qps / knexRounds[i]!.qps));
+  const ratio = medianRatio(
+    knexRounds.map((r) => r.qps),
+    hotloadRounds.map((r) => r.qps),
+  );
   console.log(
     JSON.stringify({
       bench: 'overhead-knex',

@@ -8,10 +8,16 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AtomicSecretWriter } from 'hotload-core';
 import { startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { Registry } from 'prom-client';
+import {
+  alternatingRounds,
+  median,
+  medianRatio,
+  runLoops,
+  writeSuperuserSecret,
+} from './support/alternating-rounds.js';
 
 // The built packages, as users run them (see overhead.bench.ts); `npm run bench` builds first.
 const distUrl = new URL('../packages/hotload-pg/dist/index.js', import.meta.url).href;
@@ -25,36 +31,19 @@ interface Queryable {
   query(text: string): Promise<unknown>;
 }
 
+/** Queries per second of `pool` over ROUND_MILLIS with CONCURRENCY loops. */
 async function measure(pool: Queryable): Promise<number> {
-  let count = 0;
-  const started = performance.now();
-  const deadline = started + ROUND_MILLIS;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (performance.now() < deadline) {
-        await pool.query('SELECT 1');
-        count++;
-      }
-    }),
-  );
-  return count / ((performance.now() - started) / 1000);
+  const { count, seconds } = await runLoops(CONCURRENCY, ROUND_MILLIS, () => pool.query('SELECT 1'));
+  return count / seconds;
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const cluster = await startCluster();
 const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-metrics-'));
 const onSwitch = (): void => {};
 diagnosticsChannel.subscribe('hotload:switch', onSwitch);
 try {
+  await writeSuperuserSecret(cluster, dir);
   const superuser = cluster.connectionConfig();
-  await new AtomicSecretWriter(dir).write({
-    hostname: superuser.host,
-    port: String(superuser.port),
-    username: superuser.user,
-    password: superuser.password,
-    database: superuser.database,
-  });
   const registry = new Registry();
   let logLines = 0;
   const count = (): void => {
@@ -69,24 +58,18 @@ try {
       logger: { debug: count, info: count, warn: count, error: count },
     },
   });
-  await measure(plain);
-  await measure(hotload);
-  const pgQps: number[] = [];
-  const hotloadQps: number[] = [];
   let scrapeBytes = 0;
-  for (let round = 0; round < ROUNDS; round++) {
-    if (round % 2 === 0) {
-      pgQps.push(await measure(plain));
-      hotloadQps.push(await measure(hotload));
-    } else {
-      hotloadQps.push(await measure(hotload));
-      pgQps.push(await measure(plain));
-    }
-    scrapeBytes = (await registry.metrics()).length;
-  }
+  const { baseline: pgQps, candidate: hotloadQps } = await alternatingRounds({
+    rounds: ROUNDS,
+    baseline: () => measure(plain),
+    candidate: () => measure(hotload),
+    afterRound: async () => {
+      scrapeBytes = (await registry.metrics()).length;
+    },
+  });
   await plain.end();
   await hotload.end();
-  const ratio = median(hotloadQps.map((qps, round) => qps / pgQps[round]!));
+  const ratio = medianRatio(pgQps, hotloadQps);
   console.log(
     JSON.stringify({
       bench: 'overhead-metrics',
