@@ -7,21 +7,17 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './cli-runner.js';
-import { claimYaml, configYaml, tempDir, writeMasterPassword } from './fixtures.js';
+import { claimYaml, startReconcilerCluster } from './fixtures.js';
 
 let cluster: PostgresCluster;
 let work: { path: string; cleanup: () => Promise<void> };
 let configFile: string;
 
 beforeAll(async () => {
-  cluster = await startCluster();
-  work = await tempDir();
-  const passwordFile = await writeMasterPassword(work.path, cluster);
-  configFile = join(work.path, 'config.yaml');
-  await writeFile(configFile, configYaml({ atlas: { cluster, passwordFile } }));
+  ({ cluster, work, configFile } = await startReconcilerCluster());
 });
 
 afterAll(async () => {
@@ -34,6 +30,11 @@ async function folderWith(name: string, files: Record<string, string>): Promise<
   await mkdir(dir, { recursive: true });
   for (const [file, text] of Object.entries(files)) await writeFile(join(dir, file), text);
   return dir;
+}
+
+/** The CLI's `reconcile` with `flag` (`--json` or `--rotate`). */
+function reconcile(flag: '--json' | '--rotate', config: string, claims: string, out: string) {
+  return runCli(['reconcile', flag, '--config', config, '--claims', claims, '--out', out]);
 }
 
 async function catalogSnapshot(): Promise<string> {
@@ -55,16 +56,7 @@ describe('exit codes and output', () => {
     const badConfig = join(work.path, 'bad-config.yaml');
     await writeFile(badConfig, 'passwordConfig:\n  minPasswordLength: 100\n');
     const claims = await folderWith('claims-empty', {});
-    const run = await runCli([
-      'reconcile',
-      '--json',
-      '--config',
-      badConfig,
-      '--claims',
-      claims,
-      '--out',
-      join(work.path, 'o'),
-    ]);
+    const run = await reconcile('--json', badConfig, claims, join(work.path, 'o'));
     expect(run.code).toBe(2);
     expect(JSON.parse(run.stdout)).toMatchObject({
       exitCode: 2,
@@ -81,16 +73,7 @@ describe('exit codes and output', () => {
       }),
     });
     const out = join(work.path, 'out-ok');
-    const first = await runCli([
-      'reconcile',
-      '--json',
-      '--config',
-      configFile,
-      '--claims',
-      claims,
-      '--out',
-      out,
-    ]);
+    const first = await reconcile('--json', configFile, claims, out);
     expect(first.code).toBe(0);
     const report = JSON.parse(first.stdout);
     expect(report).toMatchObject({
@@ -99,16 +82,7 @@ describe('exit codes and output', () => {
     });
     const firstPassword = await readFile(join(out, 'default', 'cli-app', 'password'), 'utf8');
 
-    const rotated = await runCli([
-      'reconcile',
-      '--rotate',
-      '--config',
-      configFile,
-      '--claims',
-      claims,
-      '--out',
-      out,
-    ]);
+    const rotated = await reconcile('--rotate', configFile, claims, out);
     expect(rotated.code).toBe(0);
     expect(rotated.stdout).toMatch(/✓ default\/cli-app: rotated \(rotation requested: published cli_app_b\)/);
     expect(rotated.stdout).toMatch(/1 claim\(s\): 1 rotated in \d+\.\d+ s/);
@@ -132,16 +106,7 @@ describe('exit codes and output', () => {
     });
     const before = await catalogSnapshot();
     const out = join(work.path, 'out-hostile');
-    const run = await runCli([
-      'reconcile',
-      '--json',
-      '--config',
-      configFile,
-      '--claims',
-      claims,
-      '--out',
-      out,
-    ]);
+    const run = await reconcile('--json', configFile, claims, out);
     expect(run.code).toBe(1);
     const report = JSON.parse(run.stdout);
     expect(report.outcomes).toEqual([]); // no claim reached the reconciler, so no SQL ran

@@ -5,11 +5,11 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readStatus, statusPath } from '../src/index.js';
 import { runCli } from './cli-runner.js';
-import { canLogin, claimYaml, configYaml, tempDir, writeMasterPassword } from './fixtures.js';
+import { canLogin, claimYaml, startReconcilerCluster } from './fixtures.js';
 
 let cluster: PostgresCluster;
 let work: { path: string; cleanup: () => Promise<void> };
@@ -17,11 +17,7 @@ let configFile: string;
 const MAX_STEPS = 30; // bounds the loops; provisioning has about ten steps
 
 beforeAll(async () => {
-  cluster = await startCluster();
-  work = await tempDir();
-  const passwordFile = await writeMasterPassword(work.path, cluster);
-  configFile = join(work.path, 'config.yaml');
-  await writeFile(configFile, configYaml({ main: { cluster, passwordFile } }));
+  ({ cluster, work, configFile } = await startReconcilerCluster('main'));
 });
 
 afterAll(async () => {

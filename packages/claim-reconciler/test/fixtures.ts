@@ -2,7 +2,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { PostgresCluster } from 'hotload-test-support';
+import { type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 
 /** A temp folder removed by `cleanup()`. */
@@ -22,6 +22,33 @@ export async function writeMasterPassword(
   const file = join(dir, name);
   await writeFile(file, `${cluster.superuserPassword}\n`, { mode: 0o600 });
   return file;
+}
+
+/**
+ * What most suites start with: a fresh cluster, a temp work folder holding its master
+ * password, and a reconciler config with the one fragment key `label` for that cluster,
+ * written to `config.yaml` in the work folder (`configText` is its YAML).
+ */
+export async function startReconcilerCluster(label = 'atlas'): Promise<{
+  cluster: PostgresCluster;
+  work: { path: string; cleanup: () => Promise<void> };
+  configFile: string;
+  configText: string;
+}> {
+  const cluster = await startCluster();
+  let work: { path: string; cleanup: () => Promise<void> } | undefined;
+  try {
+    work = await tempDir();
+    const passwordFile = await writeMasterPassword(work.path, cluster);
+    const configText = configYaml({ [label]: { cluster, passwordFile } });
+    const configFile = join(work.path, 'config.yaml');
+    await writeFile(configFile, configText);
+    return { cluster, work, configFile, configText };
+  } catch (error) {
+    await cluster.stop();
+    await work?.cleanup();
+    throw error;
+  }
 }
 
 /** Config YAML with one fragment key per entry. */

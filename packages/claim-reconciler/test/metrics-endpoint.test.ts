@@ -9,20 +9,16 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimYaml, configYaml, tempDir, writeMasterPassword } from './fixtures.js';
+import { claimYaml, startReconcilerCluster } from './fixtures.js';
 
 let cluster: PostgresCluster;
 let work: { path: string; cleanup: () => Promise<void> };
 let configFile: string;
 
 beforeAll(async () => {
-  cluster = await startCluster();
-  work = await tempDir();
-  const passwordFile = await writeMasterPassword(work.path, cluster);
-  configFile = join(work.path, 'config.yaml');
-  await writeFile(configFile, configYaml({ atlas: { cluster, passwordFile } }));
+  ({ cluster, work, configFile } = await startReconcilerCluster());
 });
 afterAll(async () => {
   await cluster?.stop();

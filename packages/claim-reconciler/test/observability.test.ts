@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import type { HotloadLogger } from 'hotload-core';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import type { PostgresCluster } from 'hotload-test-support';
 import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -18,20 +18,16 @@ import {
   Reconciler,
   type ReconcilerConfig,
 } from '../src/index.js';
-import { claimYaml, configYaml, readSecret, tempDir, writeMasterPassword } from './fixtures.js';
+import { claimYaml, readSecret, startReconcilerCluster } from './fixtures.js';
 
 let cluster: PostgresCluster;
 let work: { path: string; cleanup: () => Promise<void> };
 let config: ReconcilerConfig;
 
 beforeAll(async () => {
-  cluster = await startCluster();
-  work = await tempDir();
-  const passwordFile = await writeMasterPassword(work.path, cluster);
-  config = parseReconcilerConfig(
-    configYaml({ atlas: { cluster, passwordFile } }),
-    join(work.path, 'config.yaml'),
-  );
+  const started = await startReconcilerCluster();
+  ({ cluster, work } = started);
+  config = parseReconcilerConfig(started.configText, started.configFile);
 });
 afterAll(async () => {
   await cluster?.stop();

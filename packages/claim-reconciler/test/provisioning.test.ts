@@ -5,7 +5,7 @@
  */
 import { lstat, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import type { PostgresCluster } from 'hotload-test-support';
 import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -21,12 +21,10 @@ import {
 import {
   canLogin,
   claimYaml,
-  configYaml,
   readSecret,
   rolesLike,
-  tempDir,
+  startReconcilerCluster,
   withSecretClient,
-  writeMasterPassword,
 } from './fixtures.js';
 
 let cluster: PostgresCluster;
@@ -34,13 +32,9 @@ let work: { path: string; cleanup: () => Promise<void> };
 let config: ReconcilerConfig;
 
 beforeAll(async () => {
-  cluster = await startCluster();
-  work = await tempDir();
-  const passwordFile = await writeMasterPassword(work.path, cluster);
-  config = parseReconcilerConfig(
-    configYaml({ atlas: { cluster, passwordFile } }),
-    join(work.path, 'config.yaml'),
-  );
+  const started = await startReconcilerCluster();
+  ({ cluster, work } = started);
+  config = parseReconcilerConfig(started.configText, started.configFile);
 });
 
 afterAll(async () => {
@@ -66,6 +60,18 @@ describe('provisioning a claim', () => {
       dsnName: 'orders.dsn',
     });
   const secretDir = () => join(out(), 'default', 'orders');
+
+  /** Reconciles the claim, recording the action of every step it takes. */
+  async function reconcileRecordingSteps() {
+    const steps: string[] = [];
+    const result = await new Reconciler({
+      config,
+      outputDir: out(),
+      now: () => clock,
+      onStep: (s) => void steps.push(s.action),
+    }).reconcile(claims());
+    return { result, steps };
+  }
 
   it('creates the database, a NOLOGIN base role and two login users, and publishes a secret that works', async () => {
     const result = await reconciler().reconcile(claims());
@@ -126,13 +132,7 @@ describe('provisioning a claim', () => {
     const statusText = await readFile(statusPath(out(), 'default', 'orders'), 'utf8');
     clock = new Date(clock.getTime() + 59 * 60_000); // inside the 60-minute period
 
-    const steps: string[] = [];
-    const result = await new Reconciler({
-      config,
-      outputDir: out(),
-      now: () => clock,
-      onStep: (s) => void steps.push(s.action),
-    }).reconcile(claims());
+    const { result, steps } = await reconcileRecordingSteps();
 
     expect(result.outcomes).toMatchObject([{ result: 'unchanged', actions: [] }]);
     expect(steps).toEqual([]);
@@ -144,13 +144,7 @@ describe('provisioning a claim', () => {
   it('rotates after the period: only the inactive user gets a new password, the previous one keeps working', async () => {
     const before = await readSecret(secretDir());
     clock = new Date(clock.getTime() + 2 * 60_000); // 61 minutes after the first publish
-    const steps: string[] = [];
-    const result = await new Reconciler({
-      config,
-      outputDir: out(),
-      now: () => clock,
-      onStep: (s) => void steps.push(s.action),
-    }).reconcile(claims());
+    const { result, steps } = await reconcileRecordingSteps();
 
     expect(result.outcomes).toMatchObject([{ result: 'rotated', activeUser: 'orders_user_b' }]);
     expect(steps).toEqual(['set-password orders_user_b', 'publish-secret', 'write-status', 'rename-status']);
