@@ -11,6 +11,7 @@ export type {
   SwitchEvent,
   VerifyFailedEvent,
 } from './events.js';
+export { forceCloseClient } from './force-close.js';
 export type { HotloadOptions, PoolConfig } from './options.js';
 export { createPgModule, type PgModule } from './pg-module.js';
 export { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
