@@ -1,12 +1,12 @@
 import { readdir, readlink } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DATA_DIR_NAME } from './atomic-writer.js';
-import type { ConnectionConfig } from './config.js';
 import { parseDsn } from './dsn.js';
 import { fsSourceError, SourceError } from './errors.js';
 import { normalizeParams, type RawParams } from './normalize.js';
 import { LIBPQ_KEYWORDS, SECRET_KEYWORDS } from './params.js';
 import { readSourceText } from './read-file.js';
+import { SnapshotSource } from './snapshot-source.js';
 import type { ConnectionSource, SourceKind, SourceSnapshot } from './source.js';
 
 /** The DSN keys, highest precedence first: the first one present is the base. */
@@ -167,32 +167,21 @@ const missingHint = (key: 'host' | 'user' | 'dbname') =>
  * the merged result, so host/port may come from one mount and user/password from another.
  * Every directory must exist.
  */
-export class MergedDirectoriesSource implements ConnectionSource {
+export class MergedDirectoriesSource extends SnapshotSource implements ConnectionSource {
   readonly kind: SourceKind = 'merged-directories';
   readonly description: string;
   readonly watchPaths: readonly string[];
   readonly directories: readonly string[];
 
   constructor(directories: readonly string[]) {
+    super();
     if (directories.length === 0) throw new TypeError('MergedDirectoriesSource needs at least one directory');
     this.directories = Object.freeze(directories.map((d) => resolve(d)));
     this.watchPaths = this.directories;
     this.description = `merged-directories ${this.directories.join(' + ')}`;
   }
 
-  async read(): Promise<ConnectionConfig> {
-    return (await this.readSnapshot()).config;
-  }
-
-  async readSnapshot(): Promise<SourceSnapshot> {
-    try {
-      return await this.readMerged();
-    } catch (error) {
-      throw relabel(error, this.description);
-    }
-  }
-
-  private async readMerged(): Promise<SourceSnapshot> {
+  protected override async readNow(): Promise<SourceSnapshot> {
     const params: Record<string, string> = {};
     const origins: Record<string, string> = {};
     let mtimeMs = 0;
@@ -219,7 +208,7 @@ export class MergedDirectoriesSource implements ConnectionSource {
  * after other libpq keywords. See {@link readDirectoryParams} for precedence and
  * whitespace rules.
  */
-export class SecretDirectorySource implements ConnectionSource {
+export class SecretDirectorySource extends SnapshotSource implements ConnectionSource {
   readonly kind: SourceKind = 'secret-directory';
   readonly description: string;
   readonly watchPaths: readonly string[];
@@ -227,36 +216,14 @@ export class SecretDirectorySource implements ConnectionSource {
   readonly #merged: MergedDirectoriesSource;
 
   constructor(directory: string) {
+    super();
     this.directory = resolve(directory);
     this.watchPaths = [this.directory];
     this.description = `secret-directory ${this.directory}`;
     this.#merged = new MergedDirectoriesSource([this.directory]);
   }
 
-  async read(): Promise<ConnectionConfig> {
-    return (await this.readSnapshot()).config;
+  protected override readNow(): Promise<SourceSnapshot> {
+    return this.#merged.readSnapshot();
   }
-
-  async readSnapshot(): Promise<SourceSnapshot> {
-    try {
-      return await this.#merged.readSnapshot();
-    } catch (error) {
-      throw relabel(error, this.description);
-    }
-  }
-}
-
-/** The same error with this source's description; anything unexpected becomes `unreadable`. */
-export function relabel(error: unknown, source: string): SourceError {
-  if (!(error instanceof SourceError)) {
-    return new SourceError({ code: 'unreadable', source, problem: 'unexpected failure while reading' });
-  }
-  return new SourceError({
-    code: error.code,
-    source,
-    file: error.file,
-    key: error.key,
-    problem: error.problem,
-    errno: error.errno,
-  });
 }

@@ -1,10 +1,9 @@
 import { dirname, resolve } from 'node:path';
-import type { ConnectionConfig } from './config.js';
-import { relabel } from './directory-source.js';
 import { parseDsn } from './dsn.js';
 import { SourceError } from './errors.js';
 import { normalizeParams } from './normalize.js';
 import { readSourceText } from './read-file.js';
+import { SnapshotSource } from './snapshot-source.js';
 import type { ConnectionSource, SourceKind, SourceSnapshot } from './source.js';
 
 /**
@@ -13,31 +12,20 @@ import type { ConnectionSource, SourceKind, SourceSnapshot } from './source.js';
  * whitespace is ignored. The watcher watches the file's directory, so rename-over writes,
  * deletion and re-creation and `..data` swaps are all seen.
  */
-export class DsnFileSource implements ConnectionSource {
+export class DsnFileSource extends SnapshotSource implements ConnectionSource {
   readonly kind: SourceKind = 'dsn-file';
   readonly description: string;
   readonly watchPaths: readonly string[];
   readonly file: string;
 
   constructor(file: string) {
+    super();
     this.file = resolve(file);
     this.watchPaths = [dirname(this.file)];
     this.description = `dsn-file ${this.file}`;
   }
 
-  async read(): Promise<ConnectionConfig> {
-    return (await this.readSnapshot()).config;
-  }
-
-  async readSnapshot(): Promise<SourceSnapshot> {
-    try {
-      return await this.readNow();
-    } catch (error) {
-      throw relabel(error, this.description);
-    }
-  }
-
-  private async readNow(): Promise<SourceSnapshot> {
+  protected override async readNow(): Promise<SourceSnapshot> {
     const source = this.description;
     const file = this.file;
     const result = await readSourceText(file, file, source);

@@ -1,12 +1,11 @@
 import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { ConnectionConfig } from './config.js';
-import { relabel } from './directory-source.js';
 import { fsSourceError, SourceError } from './errors.js';
 import { normalizeParams } from './normalize.js';
 import { lookupPgpass } from './pgpass.js';
 import { readSourceText } from './read-file.js';
+import { SnapshotSource } from './snapshot-source.js';
 import type { ConnectionSource, SourceKind, SourceSnapshot } from './source.js';
 
 /** libpq's environment variables and the keywords they set. */
@@ -62,13 +61,14 @@ export const LIBPQ_ENV_VARS: Readonly<Record<string, string>> = {
  *
  * In errors, `file` names the environment variable (`$PGPORT`) or the password file.
  */
-export class LibpqEnvironmentSource implements ConnectionSource {
+export class LibpqEnvironmentSource extends SnapshotSource implements ConnectionSource {
   readonly kind: SourceKind = 'libpq-env';
   readonly description: string;
   readonly watchPaths: readonly string[];
   readonly env: NodeJS.ProcessEnv;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
+    super();
     this.env = env;
     const passfile = this.passfilePath();
     this.watchPaths = [dirname(passfile)];
@@ -82,19 +82,7 @@ export class LibpqEnvironmentSource implements ConnectionSource {
     return join(this.env.HOME || homedir(), '.pgpass');
   }
 
-  async read(): Promise<ConnectionConfig> {
-    return (await this.readSnapshot()).config;
-  }
-
-  async readSnapshot(): Promise<SourceSnapshot> {
-    try {
-      return await this.readNow();
-    } catch (error) {
-      throw relabel(error, this.description);
-    }
-  }
-
-  private async readNow(): Promise<SourceSnapshot> {
+  protected override async readNow(): Promise<SourceSnapshot> {
     const source = this.description;
     const params: Record<string, string> = {};
     const origins: Record<string, string> = {};

@@ -3,10 +3,10 @@ import { dirname, join, resolve } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import type { ConnectionConfig } from './config.js';
 import { HOTLOAD_CHANNELS, publishDiagnostic } from './diagnostics/channels.js';
-import { relabel } from './directory-source.js';
 import { isSourceError, type SourceError } from './errors.js';
 import type { ChangeEvent, SourceWatcherOptions } from './events.js';
 import { type HotloadLogger, loggedError, silentLogger } from './logging/logger.js';
+import { relabel } from './snapshot-source.js';
 import type { ConnectionSource, SourceSnapshot } from './source.js';
 
 /** Events of a {@link SourceWatcher}. */
