@@ -1,7 +1,10 @@
 /**
- * Steady-state cost of hotload-pg: the same query workload (concurrency 16) on a plain
- * pg.Pool and on a hotload-pg Pool following a secret directory, against the same server,
- * alternated in several rounds; medians reported (ratio: median of per-round ratios).
+ * Steady-state cost of hotload-pg: the same query workload on a plain pg.Pool and on a
+ * hotload-pg Pool following a secret directory, against the same server, alternated in
+ * several rounds; medians reported (ratio: median of per-round ratios). Two lines:
+ * `overhead` (concurrency 16, max 16: no checkout waits) and `overhead-waiters`
+ * (concurrency 32, max 10: most checkouts wait for a client to be released, the path
+ * where hotload's own wait queue meets pg-pool's).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,30 +20,87 @@ const distUrl = new URL('../packages/hotload-pg/dist/index.js', import.meta.url)
 const { Pool: HotloadPool } = (await import(distUrl)) as typeof import('hotload-pg');
 
 const CONCURRENCY = 16;
+const WAITERS_CONCURRENCY = 32;
+const WAITERS_MAX = 10;
 const ROUNDS = 9;
 const ROUND_MILLIS = 1_500;
 
 interface Queryable {
   query(text: string): Promise<unknown>;
+  end(): Promise<void>;
 }
 
-/** Queries per second of `pool` over ROUND_MILLIS with CONCURRENCY loops. */
-async function measure(pool: Queryable): Promise<number> {
+interface Measurement {
+  /** Queries per second. */
+  qps: number;
+  /** This process's CPU time (user + system) per query, in microseconds. */
+  cpuMicros: number;
+}
+
+/**
+ * `pool` over ROUND_MILLIS with `concurrency` loops. CPU per query is reported besides
+ * queries per second because, with the server on the same two cores and other work on the
+ * machine, throughput swings by several percent between rounds, while the client's CPU per
+ * query is what the pool itself adds.
+ */
+async function measure(pool: Queryable, concurrency: number): Promise<Measurement> {
   let count = 0;
+  const cpuBefore = process.cpuUsage();
   const started = performance.now();
   const deadline = started + ROUND_MILLIS;
   await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
+    Array.from({ length: concurrency }, async () => {
       while (performance.now() < deadline) {
         await pool.query('SELECT 1');
         count++;
       }
     }),
   );
-  return count / ((performance.now() - started) / 1000);
+  const seconds = (performance.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
+  return { qps: count / seconds, cpuMicros: (cpu.user + cpu.system) / count };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+interface Comparison {
+  hotload_qps: number;
+  pg_qps: number;
+  ratio: number;
+  hotload_cpu_us_per_query: number;
+  pg_cpu_us_per_query: number;
+}
+
+/** Warm-up, then ROUNDS alternating rounds of `plain` and `hotload`; ends both pools. */
+async function compare(plain: Queryable, hotload: Queryable, concurrency: number): Promise<Comparison> {
+  await measure(plain, concurrency); // warm-up: connections and JIT
+  await measure(hotload, concurrency);
+  const pgRuns: Measurement[] = [];
+  const hotloadRuns: Measurement[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    // Alternate which goes first so drift (CPU frequency, autovacuum) hits both alike.
+    if (round % 2 === 0) {
+      pgRuns.push(await measure(plain, concurrency));
+      hotloadRuns.push(await measure(hotload, concurrency));
+    } else {
+      hotloadRuns.push(await measure(hotload, concurrency));
+      pgRuns.push(await measure(plain, concurrency));
+    }
+  }
+  await plain.end();
+  await hotload.end();
+  // Each round's two measurements are adjacent in time: the median of per-round ratios
+  // cancels slow drift (other load on the machine) better than a ratio of medians.
+  const ratio = median(hotloadRuns.map((run, round) => run.qps / pgRuns[round]!.qps));
+  const cpu = (runs: Measurement[]) => Number(median(runs.map((run) => run.cpuMicros)).toFixed(2));
+  return {
+    hotload_qps: Math.round(median(hotloadRuns.map((run) => run.qps))),
+    pg_qps: Math.round(median(pgRuns.map((run) => run.qps))),
+    ratio: Number(ratio.toFixed(3)),
+    hotload_cpu_us_per_query: cpu(hotloadRuns),
+    pg_cpu_us_per_query: cpu(pgRuns),
+  };
+}
 
 const cluster = await startCluster();
 const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-'));
@@ -53,38 +113,36 @@ try {
     password: superuser.password,
     database: superuser.database,
   });
-  const plain = new pg.Pool({ ...superuser, max: CONCURRENCY });
-  const hotload = await HotloadPool.create({
-    max: CONCURRENCY,
-    hotload: { source: { secretDirectory: dir } },
-  });
-  await measure(plain); // warm-up: connections and JIT
-  await measure(hotload);
-  const pgQps: number[] = [];
-  const hotloadQps: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    // Alternate which goes first so drift (CPU frequency, autovacuum) hits both alike.
-    if (round % 2 === 0) {
-      pgQps.push(await measure(plain));
-      hotloadQps.push(await measure(hotload));
-    } else {
-      hotloadQps.push(await measure(hotload));
-      pgQps.push(await measure(plain));
-    }
-  }
-  await plain.end();
-  await hotload.end();
-  // Each round's two measurements are adjacent in time: the median of per-round ratios
-  // cancels slow drift (other load on the machine) better than a ratio of medians.
-  const ratio = median(hotloadQps.map((qps, round) => qps / pgQps[round]!));
+  const hotloadOptions = { source: { secretDirectory: dir } };
+  const overhead = await compare(
+    new pg.Pool({ ...superuser, max: CONCURRENCY }),
+    await HotloadPool.create({ max: CONCURRENCY, hotload: hotloadOptions }),
+    CONCURRENCY,
+  );
+  // This line keeps its original fields; the CPU figures are on the waiters line only.
+  const { hotload_qps, pg_qps, ratio } = overhead;
   console.log(
     JSON.stringify({
       bench: 'overhead',
-      hotload_qps: Math.round(median(hotloadQps)),
-      pg_qps: Math.round(median(pgQps)),
-      ratio: Number(ratio.toFixed(3)),
+      hotload_qps,
+      pg_qps,
+      ratio,
       rounds: ROUNDS,
       concurrency: CONCURRENCY,
+    }),
+  );
+  const waiters = await compare(
+    new pg.Pool({ ...superuser, max: WAITERS_MAX }),
+    await HotloadPool.create({ max: WAITERS_MAX, hotload: hotloadOptions }),
+    WAITERS_CONCURRENCY,
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'overhead-waiters',
+      concurrency: WAITERS_CONCURRENCY,
+      max: WAITERS_MAX,
+      ...waiters,
+      rounds: ROUNDS,
     }),
   );
 } finally {

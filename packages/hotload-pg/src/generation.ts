@@ -157,6 +157,22 @@ export class Generation {
 
   #giveBack(client: pg.PoolClient, pgRelease: PgRelease, err?: Error | boolean): void {
     (client as TrackedClient)[pgReleaseOf] = undefined;
+    if (!err && this.pool.idleCount === 0 && this.pool.totalCount >= this.max) {
+      // Full and nothing idle: a checkout asked of pg-pool now only joins its queue, so
+      // serve the owner's waiters first and then give the client back. pg-pool's release
+      // then hands this very client to that waiter synchronously (its own waiter path),
+      // instead of idling it, arming and clearing an idle timer and serving the waiter
+      // on a later tick. pg-pool still decides whether the client is reused (maxUses,
+      // lifetime, broken connection) and emits release/acquire as it always does.
+      this.outstanding--;
+      this.hooks.onCheckin(this);
+      pgRelease(err);
+      return;
+    }
+    // Otherwise give it back first. With an error pg-pool ends the client, and a waiter
+    // served next gets a new connection at once rather than after the old one has closed;
+    // with room or idle clients, a checkout asked before the release would open a new
+    // connection (even while growth is paused) instead of reusing one.
     pgRelease(err);
     this.#checkedIn();
   }

@@ -158,6 +158,57 @@ describe('connect', () => {
     await pool.end();
   });
 
+  it('hands a released client to the waiters in order, with release then acquire, nothing idle', async () => {
+    const pool = newPool({ max: 1 });
+    const seen: string[] = [];
+    pool.on('release', () => seen.push('release'));
+    pool.on('acquire', () => seen.push('acquire'));
+    const a = await pool.connect();
+    const pid = (await a.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const order: string[] = [];
+    const served = (name: string) => (client: pg.PoolClient) => {
+      order.push(name);
+      return client;
+    };
+    const first = pool.connect().then(served('first'));
+    const second = pool.connect().then(served('second'));
+    expect(pool.waitingCount).toBe(2);
+    seen.length = 0;
+    a.release();
+    // As with pg.Pool: the client went straight to the first waiter, never idle.
+    expect(pool.waitingCount).toBe(1);
+    expect(pool.idleCount).toBe(0);
+    const b = await first;
+    expect((await b.query('SELECT pg_backend_pid() AS pid')).rows[0].pid).toBe(pid);
+    expect(seen).toEqual(['release', 'acquire']);
+    b.release();
+    const c = await second;
+    expect(order).toEqual(['first', 'second']);
+    expect(pool.totalCount).toBe(1);
+    expect(pool.waitingCount).toBe(0);
+    c.release();
+    await pool.end();
+  });
+
+  it('gives a waiter a new connection when the released client is spent (maxUses) or broken', async () => {
+    const pool = newPool({ max: 1, maxUses: 1 });
+    const a = await pool.connect();
+    const pidA = (await a.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    const waiting = pool.connect();
+    const removed = new Promise((resolve) => pool.once('remove', resolve));
+    a.release();
+    expect(await removed).toBe(a);
+    const b = await waiting;
+    const pidB = (await b.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+    expect(pidB).not.toBe(pidA);
+    const next = pool.query('SELECT pg_backend_pid() AS pid');
+    b.release(new Error('broken'));
+    expect((await next).rows[0].pid).not.toBe(pidB);
+    expect(pool.totalCount).toBeLessThanOrEqual(1);
+    expect(pool.waitingCount).toBe(0);
+    await pool.end();
+  });
+
   it('times a waiting checkout out after connectionTimeoutMillis', async () => {
     const pool = newPool({ max: 1, connectionTimeoutMillis: 200 });
     const held = await pool.connect();
