@@ -77,7 +77,7 @@ describe('errors that echo a connection string', () => {
     expect(logged).toEqual({
       type: 'Error',
       code: 'ECONNREFUSED',
-      message: 'could not connect to postgres://app:[redacted]@db.internal:5432/app (password [redacted])',
+      message: 'could not connect to postgres://app:[REDACTED]@db.internal:5432/app (password [REDACTED])',
     });
     const texts = renderings(logged).join('\n');
     for (const form of leakForms(password)) expect(texts).not.toContain(form);
@@ -85,6 +85,6 @@ describe('errors that echo a connection string', () => {
 
   it('redacts the password of any URI in the message, even one it was not told about', () => {
     const redacted = redactError(new Error('bad dsn postgresql://u:unknown-secret@h/d'), []);
-    expect(redacted.message).toBe('bad dsn postgresql://u:[redacted]@h/d');
+    expect(redacted.message).toBe('bad dsn postgresql://u:[REDACTED]@h/d');
   });
 });

@@ -10,7 +10,7 @@
  * The secret is the source of truth for the active user; the status only adds timestamps
  * and where earlier databases live (for instance changes and deletions).
  */
-import type { HotloadLogger } from 'hotload-core';
+import { type HotloadLogger, redactError } from 'hotload-core';
 import type { DatabaseClaim } from './claim-schema.js';
 import {
   type Binding,
@@ -532,8 +532,13 @@ function sameLocation(a: Binding, b: Binding): boolean {
   return sameDatabaseLocation(a, b) && a.userName === b.userName;
 }
 
+/**
+ * The message of an error the reconciler reports (outcome, status file, CLI, logs). The
+ * reconciler never puts a password in its own messages, but an error from pg or the file
+ * system may echo a connection string: `redactError` strips any URI password.
+ */
 function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return redactError(error, []).message;
 }
 
 /** Runs `work` over `items` with at most `limit` in flight; results keep the input order. */

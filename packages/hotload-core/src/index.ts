@@ -60,6 +60,6 @@ export { loadPromClient, type PromClientModule } from './metrics/prom-client-loa
 export { LIBPQ_KEYWORDS, SECRET_KEYWORDS, SSL_MODES } from './params.js';
 export { lookupPgpass, type PgpassQuery } from './pgpass.js';
 export { MAX_SOURCE_FILE_BYTES } from './read-file.js';
-export { REDACTED } from './redact.js';
+export { REDACTED, RedactedError, redactError } from './redact.js';
 export type { ConnectionSource, SourceKind, SourceSnapshot, SourceSpec } from './source.js';
 export { SourceWatcher, type SourceWatcherEvents } from './source-watcher.js';

@@ -3,10 +3,11 @@ import {
   type ConnectionConfig,
   type ConnectionCounts,
   createSource,
+  redactError,
   type SourceError,
   SourceWatcher,
 } from 'hotload-core';
-import { ForceClosedError, redactError } from 'hotload-pg';
+import { ForceClosedError } from 'hotload-pg';
 import type { Knex } from 'knex';
 import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
 import { ConnectionGenerations } from './connection-generations.js';

@@ -1,5 +1,5 @@
+import { redactError } from 'hotload-core';
 import { backoffDelay } from './backoff.js';
-import { redactError } from './errors.js';
 import type { VerifyFailedEvent } from './events.js';
 import type { Generation } from './generation.js';
 import type { ResolvedSwitchOptions } from './options.js';

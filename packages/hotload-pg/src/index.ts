@@ -2,7 +2,8 @@
  * hotload-pg: a drop-in `pg.Pool` that follows rotating credentials, and a pg-compatible
  * module object for libraries that take "the pg module" (TypeORM's `driver` option).
  */
-export { ForceClosedError, RedactedError, redactError } from './errors.js';
+export { RedactedError, redactError } from 'hotload-core';
+export { ForceClosedError } from './errors.js';
 export type {
   DrainedEvent,
   ForceClosedEvent,

@@ -32,7 +32,7 @@ export interface LoggedError {
  * Errors can hold far more (pg's carry the client and its config; Node's `ERR_INVALID_URL`
  * carries the whole connection string as `input`), and loggers serialize every enumerable
  * property, so only these three leave. The message must already be secret-free: pass
- * errors through hotload-pg's `redactError` (or use a `SourceError`, secret-free by
+ * errors through `redactError` (or use a `SourceError`, secret-free by
  * construction) first.
  */
 export function loggedError(error: unknown): LoggedError {
