@@ -1,4 +1,3 @@
-import type { EventEmitter } from 'node:events';
 import { ConnectionConfig } from 'hotload-core';
 import type { PostgresCluster } from 'hotload-test-support';
 
@@ -15,22 +14,6 @@ export function configFor(
     password: init.password ?? superuser.password,
     database: init.database ?? superuser.database,
     params: init.applicationName ? { application_name: init.applicationName } : {},
-  });
-}
-
-/** Resolves with the arguments of the next `event` that satisfies `accept`. */
-export function nextEvent<T>(
-  emitter: EventEmitter,
-  event: string,
-  accept: (payload: T) => boolean = () => true,
-): Promise<T> {
-  return new Promise((resolve) => {
-    const listener = (payload: T): void => {
-      if (!accept(payload)) return;
-      emitter.removeListener(event, listener);
-      resolve(payload);
-    };
-    emitter.on(event, listener);
   });
 }
 

@@ -1,9 +1,9 @@
 /** The `prepare` hook: runs on each new generation before work moves there. */
 import { Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configFor, nextEvent } from './helpers.js';
+import { configFor } from './helpers.js';
 
 let cluster: PostgresCluster;
 beforeAll(async () => {

@@ -7,9 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AtomicSecretWriter, SourceError } from 'hotload-core';
 import { Pool, type VerifyFailedEvent } from 'hotload-pg';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRole, nextEvent, settledSessions } from './helpers.js';
+import { createRole, settledSessions } from './helpers.js';
 
 let cluster: PostgresCluster;
 let dir: string;

@@ -3,10 +3,10 @@
  * same path a source change takes, without the file watcher).
  */
 import { ForceClosedError, Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
-import { FaultProxy, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { FaultProxy, nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { configFor, createRole, nextEvent, settledSessions } from './helpers.js';
+import { configFor, createRole, settledSessions } from './helpers.js';
 
 let cluster: PostgresCluster;
 beforeAll(async () => {
