@@ -9,9 +9,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AtomicSecretWriter } from 'hotload-core';
 import { startCluster } from 'hotload-test-support';
 import pg from 'pg';
+import {
+  alternatingRounds,
+  median,
+  medianRatio,
+  runLoops,
+  writeSuperuserSecret,
+} from './support/alternating-rounds.js';
 
 // The built package, as users run it: tsx would load hotload-pg's TypeScript sources with
 // esbuild's keepNames wrappers around every closure, a cost pg (plain JS) does not pay.
@@ -44,24 +50,11 @@ interface Measurement {
  * query is what the pool itself adds.
  */
 async function measure(pool: Queryable, concurrency: number): Promise<Measurement> {
-  let count = 0;
   const cpuBefore = process.cpuUsage();
-  const started = performance.now();
-  const deadline = started + ROUND_MILLIS;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < deadline) {
-        await pool.query('SELECT 1');
-        count++;
-      }
-    }),
-  );
-  const seconds = (performance.now() - started) / 1000;
+  const { count, seconds } = await runLoops(concurrency, ROUND_MILLIS, () => pool.query('SELECT 1'));
   const cpu = process.cpuUsage(cpuBefore);
   return { qps: count / seconds, cpuMicros: (cpu.user + cpu.system) / count };
 }
-
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 interface Comparison {
   hotload_qps: number;
@@ -73,30 +66,19 @@ interface Comparison {
 
 /** Warm-up, then ROUNDS alternating rounds of `plain` and `hotload`; ends both pools. */
 async function compare(plain: Queryable, hotload: Queryable, concurrency: number): Promise<Comparison> {
-  await measure(plain, concurrency); // warm-up: connections and JIT
-  await measure(hotload, concurrency);
-  const pgRuns: Measurement[] = [];
-  const hotloadRuns: Measurement[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    // Alternate which goes first so drift (CPU frequency, autovacuum) hits both alike.
-    if (round % 2 === 0) {
-      pgRuns.push(await measure(plain, concurrency));
-      hotloadRuns.push(await measure(hotload, concurrency));
-    } else {
-      hotloadRuns.push(await measure(hotload, concurrency));
-      pgRuns.push(await measure(plain, concurrency));
-    }
-  }
+  const { baseline: pgRuns, candidate: hotloadRuns } = await alternatingRounds({
+    rounds: ROUNDS,
+    baseline: () => measure(plain, concurrency),
+    candidate: () => measure(hotload, concurrency),
+  });
   await plain.end();
   await hotload.end();
-  // Each round's two measurements are adjacent in time: the median of per-round ratios
-  // cancels slow drift (other load on the machine) better than a ratio of medians.
-  const ratio = median(hotloadRuns.map((run, round) => run.qps / pgRuns[round]!.qps));
+  const qps = (runs: Measurement[]) => runs.map((run) => run.qps);
   const cpu = (runs: Measurement[]) => Number(median(runs.map((run) => run.cpuMicros)).toFixed(2));
   return {
-    hotload_qps: Math.round(median(hotloadRuns.map((run) => run.qps))),
-    pg_qps: Math.round(median(pgRuns.map((run) => run.qps))),
-    ratio: Number(ratio.toFixed(3)),
+    hotload_qps: Math.round(median(qps(hotloadRuns))),
+    pg_qps: Math.round(median(qps(pgRuns))),
+    ratio: Number(medianRatio(qps(pgRuns), qps(hotloadRuns)).toFixed(3)),
     hotload_cpu_us_per_query: cpu(hotloadRuns),
     pg_cpu_us_per_query: cpu(pgRuns),
   };
@@ -105,14 +87,8 @@ async function compare(plain: Queryable, hotload: Queryable, concurrency: number
 const cluster = await startCluster();
 const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-'));
 try {
+  await writeSuperuserSecret(cluster, dir);
   const superuser = cluster.connectionConfig();
-  await new AtomicSecretWriter(dir).write({
-    hostname: superuser.host,
-    port: String(superuser.port),
-    username: superuser.user,
-    password: superuser.password,
-    database: superuser.database,
-  });
   const hotloadOptions = { source: { secretDirectory: dir } };
   const overhead = await compare(
     new pg.Pool({ ...superuser, max: CONCURRENCY }),
