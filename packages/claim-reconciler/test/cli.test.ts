@@ -7,26 +7,14 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { PostgresCluster } from 'hotload-test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCli } from './cli-runner.js';
-import { claimYaml, startReconcilerCluster } from './fixtures.js';
+import { claimYaml, useReconcilerCluster } from './fixtures.js';
 
-let cluster: PostgresCluster;
-let work: { path: string; cleanup: () => Promise<void> };
-let configFile: string;
-
-beforeAll(async () => {
-  ({ cluster, work, configFile } = await startReconcilerCluster());
-});
-
-afterAll(async () => {
-  await cluster?.stop();
-  await work?.cleanup();
-});
+const suite = useReconcilerCluster();
 
 async function folderWith(name: string, files: Record<string, string>): Promise<string> {
-  const dir = join(work.path, name);
+  const dir = join(suite.work.path, name);
   await mkdir(dir, { recursive: true });
   for (const [file, text] of Object.entries(files)) await writeFile(join(dir, file), text);
   return dir;
@@ -38,10 +26,10 @@ function reconcile(flag: '--json' | '--rotate', config: string, claims: string, 
 }
 
 async function catalogSnapshot(): Promise<string> {
-  const roles = await cluster.query<{ n: string }>(
+  const roles = await suite.cluster.query<{ n: string }>(
     "SELECT string_agg(rolname, ',' ORDER BY rolname) AS n FROM pg_roles",
   );
-  const dbs = await cluster.query<{ n: string }>(
+  const dbs = await suite.cluster.query<{ n: string }>(
     "SELECT string_agg(datname, ',' ORDER BY datname) AS n FROM pg_database",
   );
   return `${roles.rows[0]?.n}|${dbs.rows[0]?.n}`;
@@ -49,14 +37,14 @@ async function catalogSnapshot(): Promise<string> {
 
 describe('exit codes and output', () => {
   it('exits 2 on bad usage and on an invalid config, naming the problem', async () => {
-    const usage = await runCli(['reconcile', '--config', configFile]);
+    const usage = await runCli(['reconcile', '--config', suite.configFile]);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toContain('--config, --claims and --out are required');
 
-    const badConfig = join(work.path, 'bad-config.yaml');
+    const badConfig = join(suite.work.path, 'bad-config.yaml');
     await writeFile(badConfig, 'passwordConfig:\n  minPasswordLength: 100\n');
     const claims = await folderWith('claims-empty', {});
-    const run = await reconcile('--json', badConfig, claims, join(work.path, 'o'));
+    const run = await reconcile('--json', badConfig, claims, join(suite.work.path, 'o'));
     expect(run.code).toBe(2);
     expect(JSON.parse(run.stdout)).toMatchObject({
       exitCode: 2,
@@ -72,8 +60,8 @@ describe('exit codes and output', () => {
         userName: 'cli_app',
       }),
     });
-    const out = join(work.path, 'out-ok');
-    const first = await reconcile('--json', configFile, claims, out);
+    const out = join(suite.work.path, 'out-ok');
+    const first = await reconcile('--json', suite.configFile, claims, out);
     expect(first.code).toBe(0);
     const report = JSON.parse(first.stdout);
     expect(report).toMatchObject({
@@ -82,7 +70,7 @@ describe('exit codes and output', () => {
     });
     const firstPassword = await readFile(join(out, 'default', 'cli-app', 'password'), 'utf8');
 
-    const rotated = await reconcile('--rotate', configFile, claims, out);
+    const rotated = await reconcile('--rotate', suite.configFile, claims, out);
     expect(rotated.code).toBe(0);
     expect(rotated.stdout).toMatch(/✓ default\/cli-app: rotated \(rotation requested: published cli_app_b\)/);
     expect(rotated.stdout).toMatch(/1 claim\(s\): 1 rotated in \d+\.\d+ s/);
@@ -105,8 +93,8 @@ describe('exit codes and output', () => {
       'path.yaml': hostile('path', { secretName: '../../etc' }),
     });
     const before = await catalogSnapshot();
-    const out = join(work.path, 'out-hostile');
-    const run = await reconcile('--json', configFile, claims, out);
+    const out = join(suite.work.path, 'out-hostile');
+    const run = await reconcile('--json', suite.configFile, claims, out);
     expect(run.code).toBe(1);
     const report = JSON.parse(run.stdout);
     expect(report.outcomes).toEqual([]); // no claim reached the reconciler, so no SQL ran
@@ -127,7 +115,7 @@ describe('exit codes and output', () => {
 describe('--watch', () => {
   it('reconciles a claim file added while running, and exits 0 on SIGTERM', async () => {
     const claims = await folderWith('claims-watch', {});
-    const out = join(work.path, 'out-watch');
+    const out = join(suite.work.path, 'out-watch');
     const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
     const child = spawn(
       process.execPath,
@@ -139,7 +127,7 @@ describe('--watch', () => {
         '--watch',
         '--json',
         '--config',
-        configFile,
+        suite.configFile,
         '--claims',
         claims,
         '--out',

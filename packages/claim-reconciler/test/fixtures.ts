@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
+import { afterAll, beforeAll } from 'vitest';
+import { parseReconcilerConfig, type ReconcilerConfig } from '../src/index.js';
 
 /** A temp folder removed by `cleanup()`. */
 export async function tempDir(
@@ -49,6 +51,55 @@ export async function startReconcilerCluster(label = 'atlas'): Promise<{
     await work?.cleanup();
     throw error;
   }
+}
+
+/** A suite's reconciler cluster (see {@link useReconcilerCluster}). */
+export interface ReconcilerSuite {
+  readonly cluster: PostgresCluster;
+  readonly work: { path: string; cleanup: () => Promise<void> };
+  readonly configFile: string;
+  readonly configText: string;
+  /** `configText` parsed. */
+  readonly config: ReconcilerConfig;
+}
+
+/**
+ * Registers the calling suite's `beforeAll` ({@link startReconcilerCluster}) and `afterAll`
+ * (stop the cluster, remove the work folder). The returned object's fields are readable
+ * once `beforeAll` has run, i.e. in tests and later hooks.
+ */
+export function useReconcilerCluster(label?: string): ReconcilerSuite {
+  let started: Awaited<ReturnType<typeof startReconcilerCluster>> | undefined;
+  let config: ReconcilerConfig | undefined;
+  beforeAll(async () => {
+    started = await startReconcilerCluster(label); // set first: afterAll cleans up if parsing throws
+    config = parseReconcilerConfig(started.configText, started.configFile);
+  });
+  afterAll(async () => {
+    await started?.cluster.stop();
+    await started?.work.cleanup();
+  });
+  const ready = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('useReconcilerCluster: read before its beforeAll ran');
+    return value;
+  };
+  return {
+    get cluster() {
+      return ready(started).cluster;
+    },
+    get work() {
+      return ready(started).work;
+    },
+    get configFile() {
+      return ready(started).configFile;
+    },
+    get configText() {
+      return ready(started).configText;
+    },
+    get config() {
+      return ready(config);
+    },
+  };
 }
 
 /** Config YAML with one fragment key per entry. */

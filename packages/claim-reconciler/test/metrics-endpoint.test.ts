@@ -9,21 +9,10 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { PostgresCluster } from 'hotload-test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimYaml, startReconcilerCluster } from './fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { claimYaml, useReconcilerCluster } from './fixtures.js';
 
-let cluster: PostgresCluster;
-let work: { path: string; cleanup: () => Promise<void> };
-let configFile: string;
-
-beforeAll(async () => {
-  ({ cluster, work, configFile } = await startReconcilerCluster());
-});
-afterAll(async () => {
-  await cluster?.stop();
-  await work?.cleanup();
-});
+const suite = useReconcilerCluster();
 
 /** GET `url`: status and body. */
 function get(url: string): Promise<{ status: number; contentType: string; body: string }> {
@@ -55,18 +44,28 @@ function sample(text: string, series: string): number | undefined {
 
 describe('--watch --metrics-port', () => {
   it('serves /metrics with the database controller names, moving with each pass', async () => {
-    const claims = join(work.path, 'claims');
+    const claims = join(suite.work.path, 'claims');
     await mkdir(claims, { recursive: true });
     await writeFile(
       join(claims, 'm.yaml'),
       claimYaml('metered', { databaseName: 'metered', instanceLabel: 'atlas', userName: 'metered' }),
     );
-    const out = join(work.path, 'out');
+    const out = join(suite.work.path, 'out');
     const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
     const args = ['--import', 'tsx', cli, 'reconcile', '--watch', '--json', '--metrics-port', '0'];
     const child = spawn(
       process.execPath,
-      [...args, '--metrics-host', '127.0.0.1', '--config', configFile, '--claims', claims, '--out', out],
+      [
+        ...args,
+        '--metrics-host',
+        '127.0.0.1',
+        '--config',
+        suite.configFile,
+        '--claims',
+        claims,
+        '--out',
+        out,
+      ],
       { cwd: fileURLToPath(new URL('../../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] },
     );
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
@@ -140,11 +139,11 @@ describe('--watch --metrics-port', () => {
       '--metrics-port',
       '0',
       '--config',
-      configFile,
+      suite.configFile,
       '--claims',
-      work.path,
+      suite.work.path,
       '--out',
-      work.path,
+      suite.work.path,
     ]);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('--metrics-port needs --watch');

@@ -7,32 +7,12 @@
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import type { HotloadLogger } from 'hotload-core';
-import type { PostgresCluster } from 'hotload-test-support';
 import * as promClient from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  METRIC_NAMES,
-  parseClaims,
-  parseReconcilerConfig,
-  prometheusMetrics,
-  Reconciler,
-  type ReconcilerConfig,
-} from '../src/index.js';
-import { claimYaml, readSecret, startReconcilerCluster } from './fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { METRIC_NAMES, parseClaims, prometheusMetrics, Reconciler } from '../src/index.js';
+import { claimYaml, readSecret, useReconcilerCluster } from './fixtures.js';
 
-let cluster: PostgresCluster;
-let work: { path: string; cleanup: () => Promise<void> };
-let config: ReconcilerConfig;
-
-beforeAll(async () => {
-  const started = await startReconcilerCluster();
-  ({ cluster, work } = started);
-  config = parseReconcilerConfig(started.configText, started.configFile);
-});
-afterAll(async () => {
-  await cluster?.stop();
-  await work?.cleanup();
-});
+const suite = useReconcilerCluster();
 
 function claims(...specs: Array<[string, Record<string, string>]>) {
   return specs.flatMap(([name, spec]) => parseClaims(claimYaml(name, spec), `${name}.yaml`).claims);
@@ -49,9 +29,9 @@ describe('reconciler metrics and logs', () => {
       warn: at('warn'),
       error: at('error'),
     };
-    const outputDir = join(work.path, 'out');
+    const outputDir = join(suite.work.path, 'out');
     const reconciler = new Reconciler({
-      config,
+      config: suite.config,
       outputDir,
       metrics: prometheusMetrics(promClient, registry),
       logger,
@@ -74,7 +54,7 @@ describe('reconciler metrics and logs', () => {
       Record<string, string>,
     ];
     const secretDir = join(outputDir, 'default', 'observed');
-    const seenPasswords = new Set<string>([cluster.superuserPassword]);
+    const seenPasswords = new Set<string>([suite.cluster.superuserPassword]);
 
     await reconciler.reconcile(claims(good, broken));
     seenPasswords.add((await readSecret(secretDir)).password!);

@@ -5,16 +5,13 @@
  */
 import { lstat, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PostgresCluster } from 'hotload-test-support';
 import * as promClient from 'prom-client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   METRIC_NAMES,
   parseClaims,
-  parseReconcilerConfig,
   prometheusMetrics,
   Reconciler,
-  type ReconcilerConfig,
   readStatus,
   statusPath,
 } from '../src/index.js';
@@ -23,24 +20,11 @@ import {
   claimYaml,
   readSecret,
   rolesLike,
-  startReconcilerCluster,
+  useReconcilerCluster,
   withSecretClient,
 } from './fixtures.js';
 
-let cluster: PostgresCluster;
-let work: { path: string; cleanup: () => Promise<void> };
-let config: ReconcilerConfig;
-
-beforeAll(async () => {
-  const started = await startReconcilerCluster();
-  ({ cluster, work } = started);
-  config = parseReconcilerConfig(started.configText, started.configFile);
-});
-
-afterAll(async () => {
-  await cluster?.stop();
-  await work?.cleanup();
-});
+const suite = useReconcilerCluster();
 
 function claim(name: string, spec: Record<string, string | number>) {
   const { claims, problems } = parseClaims(claimYaml(name, spec), `${name}.yaml`);
@@ -49,9 +33,9 @@ function claim(name: string, spec: Record<string, string | number>) {
 }
 
 describe('provisioning a claim', () => {
-  const out = () => join(work.path, 'out-provision');
+  const out = () => join(suite.work.path, 'out-provision');
   let clock = new Date('2030-01-01T00:00:00Z');
-  const reconciler = () => new Reconciler({ config, outputDir: out(), now: () => clock });
+  const reconciler = () => new Reconciler({ config: suite.config, outputDir: out(), now: () => clock });
   const claims = () =>
     claim('orders', {
       appId: 'orders',
@@ -65,7 +49,7 @@ describe('provisioning a claim', () => {
   async function reconcileRecordingSteps() {
     const steps: string[] = [];
     const result = await new Reconciler({
-      config,
+      config: suite.config,
       outputDir: out(),
       now: () => clock,
       onStep: (s) => void steps.push(s.action),
@@ -79,24 +63,24 @@ describe('provisioning a claim', () => {
       { claim: 'default/orders', result: 'created', activeUser: 'orders_user_a' },
     ]);
 
-    expect(await rolesLike(cluster, 'orders_user')).toEqual([
+    expect(await rolesLike(suite.cluster, 'orders_user')).toEqual([
       'orders_user',
       'orders_user_a',
       'orders_user_b',
     ]);
-    const { rows } = await cluster.query<{ rolname: string; rolcanlogin: boolean }>(
+    const { rows } = await suite.cluster.query<{ rolname: string; rolcanlogin: boolean }>(
       "SELECT rolname, rolcanlogin FROM pg_roles WHERE rolname = 'orders_user'",
     );
     expect(rows[0]?.rolcanlogin).toBe(false);
-    const db = await cluster.query<{ owner: string }>(
+    const db = await suite.cluster.query<{ owner: string }>(
       "SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = 'orders'",
     );
     expect(db.rows[0]?.owner).toBe('orders_user');
 
     const secret = await readSecret(secretDir());
     expect(secret).toMatchObject({
-      hostname: cluster.host,
-      port: String(cluster.port),
+      hostname: suite.cluster.host,
+      port: String(suite.cluster.port),
       database: 'orders',
       username: 'orders_user_a',
       sslmode: 'disable',
@@ -127,7 +111,7 @@ describe('provisioning a claim', () => {
   });
 
   it('changes nothing when run again: same roles, same secret, same status', async () => {
-    const roles = await rolesLike(cluster, 'orders_user');
+    const roles = await rolesLike(suite.cluster, 'orders_user');
     const dataDir = await readlink(join(secretDir(), '..data'));
     const statusText = await readFile(statusPath(out(), 'default', 'orders'), 'utf8');
     clock = new Date(clock.getTime() + 59 * 60_000); // inside the 60-minute period
@@ -136,7 +120,7 @@ describe('provisioning a claim', () => {
 
     expect(result.outcomes).toMatchObject([{ result: 'unchanged', actions: [] }]);
     expect(steps).toEqual([]);
-    expect(await rolesLike(cluster, 'orders_user')).toEqual(roles);
+    expect(await rolesLike(suite.cluster, 'orders_user')).toEqual(roles);
     expect(await readlink(join(secretDir(), '..data'))).toBe(dataDir);
     expect(await readFile(statusPath(out(), 'default', 'orders'), 'utf8')).toBe(statusText);
   });
@@ -151,7 +135,7 @@ describe('provisioning a claim', () => {
     const after = await readSecret(secretDir());
     expect(after.username).toBe('orders_user_b');
     expect(after.password).not.toBe(before.password);
-    expect(await canLogin(cluster, 'orders_user_a', before.password!, 'orders')).toBe(true);
+    expect(await canLogin(suite.cluster, 'orders_user_a', before.password!, 'orders')).toBe(true);
     await withSecretClient(secretDir(), async (client) => {
       const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM t');
       expect(rows[0]?.n).toBe(1); // same data through the base role's privileges
@@ -168,12 +152,12 @@ describe('provisioning a claim', () => {
     expect(result.outcomes).toMatchObject([{ result: 'rotated', activeUser: 'orders_user_a' }]);
     const after = await readSecret(secretDir());
     expect(after.username).toBe('orders_user_a');
-    expect(await canLogin(cluster, 'orders_user_b', before.password!, 'orders')).toBe(true);
-    expect(await canLogin(cluster, 'orders_user_a', after.password!, 'orders')).toBe(true);
+    expect(await canLogin(suite.cluster, 'orders_user_b', before.password!, 'orders')).toBe(true);
+    expect(await canLogin(suite.cluster, 'orders_user_a', after.password!, 'orders')).toBe(true);
   });
 
   it('repairs a secret whose password no longer logs in, by rotating to the other user', async () => {
-    await cluster.query("ALTER ROLE orders_user_a PASSWORD 'changed-behind-our-back'");
+    await suite.cluster.query("ALTER ROLE orders_user_a PASSWORD 'changed-behind-our-back'");
     const result = await reconciler().reconcile(claims());
     expect(result.outcomes).toMatchObject([{ result: 'repaired', activeUser: 'orders_user_b' }]);
     await withSecretClient(secretDir(), (client) => client.query('SELECT 1'));
@@ -184,8 +168,8 @@ describe('metrics', () => {
   it('counts users created, rotations and provisioning errors under the design’s metric names', async () => {
     const registry = new promClient.Registry();
     const reconciler = new Reconciler({
-      config,
-      outputDir: join(work.path, 'out-metrics'),
+      config: suite.config,
+      outputDir: join(suite.work.path, 'out-metrics'),
       metrics: prometheusMetrics(promClient, registry),
     });
     await reconciler.reconcile(
