@@ -42,6 +42,11 @@ export interface ObservedDatabase {
 export interface ObservedRole {
   readonly canLogin: boolean;
   readonly superuser: boolean;
+  /**
+   * Powers a role of ours never has: `CREATEROLE`, `CREATEDB`, `REPLICATION`, `BYPASSRLS`,
+   * and membership in any role other than the claim's base role. Empty for roles we created.
+   */
+  readonly privileges: readonly string[];
   readonly memberOfBase: boolean;
   /** The login user's sessions switch to the base role (`ALTER ROLE … SET role`). */
   readonly actsAsBase: boolean;
@@ -86,10 +91,20 @@ export class Provisioner {
       rolname: string;
       rolcanlogin: boolean;
       rolsuper: boolean;
+      privileges: string[];
       member: boolean;
       acts_as_base: boolean;
     }>(
       `SELECT r.rolname, r.rolcanlogin, r.rolsuper,
+              array_remove(ARRAY[
+                CASE WHEN r.rolcreaterole THEN 'CREATEROLE' END,
+                CASE WHEN r.rolcreatedb THEN 'CREATEDB' END,
+                CASE WHEN r.rolreplication THEN 'REPLICATION' END,
+                CASE WHEN r.rolbypassrls THEN 'BYPASSRLS' END
+              ] || ARRAY(SELECT 'member of ' || g.rolname FROM pg_auth_members m
+                           JOIN pg_roles g ON g.oid = m.roleid
+                          WHERE m.member = r.oid AND g.rolname <> $2::text
+                          ORDER BY g.rolname), NULL) AS privileges,
               COALESCE(format('role=%s', $2::text) = ANY(r.rolconfig), false) AS acts_as_base,
               EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid
                       WHERE m.member = r.oid AND b.rolname = $2::text) AS member
@@ -104,6 +119,7 @@ export class Provisioner {
           {
             canLogin: r.rolcanlogin,
             superuser: r.rolsuper,
+            privileges: r.privileges,
             memberOfBase: r.member,
             actsAsBase: r.acts_as_base,
           },
@@ -183,11 +199,20 @@ export class Provisioner {
     }
   }
 
-  /** A pre-existing role with our name that is a superuser, or a base role that can log in, is not ours. */
+  /**
+   * A pre-existing role with our name that is a superuser, holds other powers (CREATEROLE,
+   * membership in another role, …), or a base role that can log in, is not ours: adopting
+   * it would hand its powers to whoever wrote the claim.
+   */
   private refuseForeignRoles(observed: ObservedDatabase): void {
     for (const [name, role] of observed.roles) {
       if (role.superuser)
         throw new ProvisioningConflictError(`role ${name} exists and is a superuser; refusing to manage it`);
+      if (role.privileges.length > 0) {
+        throw new ProvisioningConflictError(
+          `role ${name} exists with ${role.privileges.join(', ')}; refusing to manage it`,
+        );
+      }
       if (name === this.names.baseRole && role.canLogin) {
         throw new ProvisioningConflictError(
           `role ${name} exists and can log in; the base role must be NOLOGIN`,
