@@ -95,6 +95,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   async #start(): Promise<ConnectionConfig> {
     if (this.#closed) throw new Error('SourceWatcher is closed');
     if (this.#dirs.size > 0) await this.#watch();
+    // close() while chokidar was getting ready: it never will be, and there is nothing to read for.
+    if (this.#closed) throw new Error('SourceWatcher is closed');
     // The initial read counts as a read in progress: events during it re-read after it.
     const initial = this.#readSnapshot().then((snapshot) => {
       if (!this.#closed) this.#current = snapshot.config;
@@ -112,6 +114,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   /** Stops watching; no timers or file handles remain. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#stopWaitingForReady?.();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#stopMissingPoll();
@@ -189,8 +192,15 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     });
     // chokidar reports watch failures here; the next event or re-creation re-arms it.
     watcher.on('error', () => undefined);
-    await new Promise<void>((resolveReady) => watcher.once('ready', () => resolveReady()));
+    // A chokidar watcher closed before it is ready never emits 'ready': close() ends the wait.
+    await new Promise<void>((resolveReady) => {
+      this.#stopWaitingForReady = resolveReady;
+      watcher.once('ready', () => resolveReady());
+    });
+    this.#stopWaitingForReady = undefined;
   }
+
+  #stopWaitingForReady: (() => void) | undefined;
 
   #schedule(): void {
     if (this.#closed || this.#started === undefined) return;

@@ -252,6 +252,18 @@ describe('SourceWatcher lifecycle', () => {
     expect(log.events.every((e) => e.type !== 'change' || e.change.config.password === 'two')).toBe(true);
   });
 
+  it('close() during start() settles start() (it used to wait forever for chokidar) and leaves no watcher', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    const handlesBefore = watchHandleCount();
+    const watcher = new SourceWatcher(new SecretDirectorySource(dir));
+    const started = expect(watcher.start()).rejects.toThrow('SourceWatcher is closed');
+    await watcher.close();
+    await started;
+    expect(watcher.current).toBeUndefined();
+    expect(watchHandleCount()).toBe(handlesBefore);
+  });
+
   it('without an error listener, an invalid source does not throw', async () => {
     const dir = join(root, 'secret');
     await writeSecretAtomically(dir, toSecretFiles(config('one')));
