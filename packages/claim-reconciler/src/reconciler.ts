@@ -270,6 +270,12 @@ export class Reconciler {
         result = 'moved';
       } else {
         const check = await tryLogin({ ...login, user: published.username, password: published.password });
+        // Only a rejected credential calls for a repair. Anything else (server starting,
+        // too many connections, network) says nothing about the password, and rotating
+        // would reset the previous user that draining pools still rely on: retry later.
+        if (!check.ok && !isCredentialRejection(check.code)) {
+          throw new Error(`cannot check the published credentials: ${check.reason}`);
+        }
         const setAt = passwordSetAt(status, published.username, await publisher.publishedAt());
         reason = check.ok
           ? rotationReason({ now, passwordSetAt: setAt, settings: config.password, forced: forceRotation })
@@ -530,6 +536,13 @@ function sameDatabaseLocation(a: Binding, b: Binding): boolean {
 
 function sameLocation(a: Binding, b: Binding): boolean {
   return sameDatabaseLocation(a, b) && a.userName === b.userName;
+}
+
+/** SQLSTATEs of a login refused for its credentials (invalid password / authorization). */
+const CREDENTIAL_REJECTIONS = new Set(['28P01', '28000']);
+
+function isCredentialRejection(code: string | undefined): boolean {
+  return code !== undefined && CREDENTIAL_REJECTIONS.has(code);
 }
 
 /**
