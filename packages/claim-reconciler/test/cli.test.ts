@@ -2,13 +2,11 @@
  * The CLI as a script sees it: exit codes, `--json`, human output, hostile claims that
  * never reach SQL, no password in any output, and `--watch` reacting to a new claim file.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { runCli } from './cli-runner.js';
+import { runCli, startCli } from './cli-runner.js';
 import { claimYaml, useReconcilerCluster } from './fixtures.js';
 
 const suite = useReconcilerCluster();
@@ -116,24 +114,9 @@ describe('--watch', () => {
   it('reconciles a claim file added while running, and exits 0 on SIGTERM', async () => {
     const claims = await folderWith('claims-watch', {});
     const out = join(suite.work.path, 'out-watch');
-    const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        cli,
-        'reconcile',
-        '--watch',
-        '--json',
-        '--config',
-        suite.configFile,
-        '--claims',
-        claims,
-        '--out',
-        out,
-      ],
-      { cwd: fileURLToPath(new URL('../../../', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] },
+    const child = startCli(
+      ['reconcile', '--watch', '--json', '--config', suite.configFile, '--claims', claims, '--out', out],
+      { stderr: 'inherit' },
     );
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     try {

@@ -3,13 +3,12 @@
  * /metrics (a real HTTP GET against the real CLI process), moving with real passes, and
  * neither the endpoint nor the CLI output carries a password.
  */
-import { spawn } from 'node:child_process';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runCli, startCli } from './cli-runner.js';
 import { claimYaml, useReconcilerCluster } from './fixtures.js';
 
 const suite = useReconcilerCluster();
@@ -51,23 +50,21 @@ describe('--watch --metrics-port', () => {
       claimYaml('metered', { databaseName: 'metered', instanceLabel: 'atlas', userName: 'metered' }),
     );
     const out = join(suite.work.path, 'out');
-    const cli = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
-    const args = ['--import', 'tsx', cli, 'reconcile', '--watch', '--json', '--metrics-port', '0'];
-    const child = spawn(
-      process.execPath,
-      [
-        ...args,
-        '--metrics-host',
-        '127.0.0.1',
-        '--config',
-        suite.configFile,
-        '--claims',
-        claims,
-        '--out',
-        out,
-      ],
-      { cwd: fileURLToPath(new URL('../../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] },
-    );
+    const child = startCli([
+      'reconcile',
+      '--watch',
+      '--json',
+      '--metrics-port',
+      '0',
+      '--metrics-host',
+      '127.0.0.1',
+      '--config',
+      suite.configFile,
+      '--claims',
+      claims,
+      '--out',
+      out,
+    ]);
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     let stdout = '';
     let stderr = '';
@@ -133,7 +130,6 @@ describe('--watch --metrics-port', () => {
   });
 
   it('refuses --metrics-port without --watch', async () => {
-    const { runCli } = await import('./cli-runner.js');
     const run = await runCli([
       'reconcile',
       '--metrics-port',
