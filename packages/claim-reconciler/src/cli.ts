@@ -198,6 +198,14 @@ async function runWatch(options: CliOptions, onStep: StepHook | undefined): Prom
     clearTimeout(debounce);
     debounce = setTimeout(trigger, 100);
   });
+  // The claims folder may be deleted or replaced (e.g. a ConfigMap remount): the watch then
+  // ends, but the timed passes go on, so claims are still reconciled every resync period.
+  watcher.on('error', (error) => {
+    console.error(
+      `warning: watching ${options.claimsDir} stopped (${error.message}); ` +
+        `claims are still reconciled every ${options.resyncSeconds} s`,
+    );
+  });
   const timer = setInterval(trigger, options.resyncSeconds * 1000);
   trigger();
   await new Promise<void>((resolve) => {
