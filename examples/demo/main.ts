@@ -18,7 +18,8 @@ Options:
   --concurrency <n>      concurrent request loops (default 8)
   -h, --help             show this help
 
-Exit status: 0 when every request succeeded, 1 when any failed, 2 on a usage error.`;
+Exit status: 0 when every request succeeded, 1 when any failed, 2 on a usage error,
+3 when the pipeline could not be set up or a change could not be made.`;
 
 const { values } = parseArgs({
   options: {
@@ -50,6 +51,9 @@ const result = await runPipelineDemo({
         `  user ${p.user ?? '-'}  server ${p.server ?? '-'}  changes ${p.changesDone}/${p.changesPlanned}`,
     ),
   onChange: (c) => console.log(`  >> ${c.atSeconds.toFixed(1)}s  ${c.kind}: ${c.description}`),
+}).catch((error: unknown) => {
+  console.error(`demo failed: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(3);
 });
 printSummary(result);
 process.exit(result.stats.failed === 0 ? 0 : 1);

@@ -81,8 +81,9 @@ export async function runPipelineDemo(options: PipelineOptions): Promise<Pipelin
   const workDir = await mkdtemp(join(tmpdir(), 'hotload-demo-'));
   const clusters: PostgresCluster[] = [];
   try {
-    const [first, second] = await Promise.all([startCluster(), startCluster()]);
-    clusters.push(first, second);
+    // Each started cluster is recorded at once, so a failure of the other still stops it.
+    const start = () => startCluster().then((cluster) => (clusters.push(cluster), cluster));
+    const [first, second] = await Promise.all([start(), start()]);
     return await runAgainst(first, second, workDir, options);
   } finally {
     await Promise.all(clusters.map((c) => c.stop()));
