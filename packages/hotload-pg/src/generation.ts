@@ -230,6 +230,11 @@ export class Generation {
       count++;
       forceCloseClient(client, error, () => this.#giveBack(client, pgRelease, error));
     }
+    // Clients still connecting (pg-pool lists them, 'connect' has not come yet): a handshake
+    // the server never answers would otherwise hold pool.end(), and so this close, forever.
+    for (const client of (this.pool as unknown as { _clients: TrackedClient[] })._clients) {
+      if (!this.#clients.has(client)) client.connection.stream.destroy(error);
+    }
     return count;
   }
 }

@@ -326,6 +326,31 @@ describe('faults', () => {
   });
 });
 
+describe('stalled handshakes', () => {
+  it('end() does not hang on a candidate whose connection never completes its handshake', async () => {
+    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
+    try {
+      const pool = new Pool({
+        ...cluster.connectionConfig(),
+        hotload: { verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 100, verifyTimeoutMillis: 200 },
+      });
+      await pool.query('SELECT 1');
+      proxy.stall(); // the candidate's TCP connection opens, the server never answers
+      const failed = nextEvent(pool, 'verifyFailed');
+      const switching = pool.switchTo(
+        configFor(cluster, { applicationName: 'stalled' }).with({ host: proxy.host, port: proxy.port }),
+      );
+      await failed;
+      await pool.end();
+      expect(await switching).toBe(false);
+      expect(pool.totalCount).toBe(0);
+      expect(pool.otherGenerations).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
 /** Polls `condition` (bounded) for a state that has no event. */
 async function eventuallyTrue(condition: () => boolean, tries = 200): Promise<void> {
   for (let i = 0; i < tries && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
