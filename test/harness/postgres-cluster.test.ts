@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PostgresCluster, startCluster } from '../support/index.js';
+import { findLeftoverClusters, type PostgresCluster, startCluster } from '../support/index.js';
 
 function isAlive(pid: number): boolean {
   try {
@@ -116,6 +116,23 @@ describe('streaming standby', () => {
 });
 
 describe('clean-up', () => {
+  it('a standby that cannot be made leaves no folder behind', async () => {
+    // wal_level=minimal refuses replication slots, so the standby fails half-way.
+    const primary = await startCluster({ settings: { wal_level: 'minimal', max_wal_senders: 0 } });
+    try {
+      // Only this file makes standbys, and its tests run one at a time.
+      const standbyFolders = () =>
+        findLeftoverClusters(process.env.HOTLOAD_TEST_RUN_ID ?? 'adhoc').filter((c) =>
+          c.dir.includes('-standby-'),
+        );
+      expect(standbyFolders()).toEqual([]);
+      await expect(primary.createStandby()).rejects.toThrow(/replication slots|wal_level/);
+      expect(standbyFolders()).toEqual([]);
+    } finally {
+      await primary.stop();
+    }
+  });
+
   it('stop() ends the server process and removes the temp folder', async () => {
     const cluster = await startCluster();
     const pid = cluster.pid!;

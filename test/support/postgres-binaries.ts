@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { arch, platform, tmpdir, userInfo } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -71,7 +71,12 @@ function copyForUnprivilegedUser(binDir: string): string {
   const installDir = dirname(binDir);
   const installId = createHash('sha256').update(installDir).digest('hex').slice(0, 12);
   const cacheDir = join(tmpdir(), `hotload-pg-binaries-${installId}`);
-  if (existsSync(join(cacheDir, 'bin', 'postgres'))) return join(cacheDir, 'bin');
+  if (existsSync(join(cacheDir, 'bin', 'postgres'))) {
+    // Root runs `postgres --version` from here: trust the folder only if root made it and
+    // nobody else can write to it (tmpdir is shared; another user could plant one).
+    if (isRootOwnedAndPrivate(cacheDir)) return join(cacheDir, 'bin');
+    rmSync(cacheDir, { recursive: true, force: true });
+  }
   // Copy to a private name, then rename: parallel test workers may race here, and a
   // rename is atomic, so no worker ever sees a half-copied folder.
   const partial = `${cacheDir}.${process.pid}.partial`;
@@ -80,7 +85,15 @@ function copyForUnprivilegedUser(binDir: string): string {
   try {
     renameSync(partial, cacheDir);
   } catch {
+    // Another worker won the race: use its copy, if it is one root can trust.
     rmSync(partial, { recursive: true, force: true });
+    if (!isRootOwnedAndPrivate(cacheDir))
+      throw new Error(`refusing untrusted PostgreSQL binaries in ${cacheDir}`);
   }
   return join(cacheDir, 'bin');
+}
+
+function isRootOwnedAndPrivate(dir: string): boolean {
+  const { uid, mode } = lstatSync(dir);
+  return uid === 0 && (mode & 0o022) === 0 && lstatSync(join(dir, 'bin')).uid === 0;
 }

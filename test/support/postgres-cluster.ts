@@ -188,28 +188,44 @@ export class PostgresCluster {
   async createStandby(): Promise<PostgresCluster> {
     const standby = await prepareCluster({ superuserPassword: this.superuserPassword }, false);
     const slot = `standby_${randomBytes(4).toString('hex')}`;
-    await this.query('SELECT pg_create_physical_replication_slot($1, true)', [slot]);
+    try {
+      await this.query('SELECT pg_create_physical_replication_slot($1, true)', [slot]);
+      await this.#baseBackupInto(standby.dataDir);
+      const conninfo = `host=${this.host} port=${this.port} user=${SUPERUSER} password=${this.superuserPassword}`;
+      writeFileSync(join(standby.dataDir, 'standby.signal'), '');
+      writeFileSync(
+        join(standby.dataDir, 'postgresql.auto.conf'),
+        `primary_conninfo = '${conninfo}'\nprimary_slot_name = '${slot}'\n`,
+      );
+      giveToServerUser(standby.runDir, standby.binaries);
+      await standby.launch();
+      return standby;
+    } catch (error) {
+      // Leave nothing behind: the half-made standby's folder, and the slot that would
+      // otherwise keep WAL on the primary forever.
+      await standby.stop();
+      await this.query(
+        'SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1',
+        [slot],
+      ).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Copies the data folder between pg_backup_start and pg_backup_stop, plus its backup_label. */
+  async #baseBackupInto(targetDataDir: string): Promise<void> {
     const client = new pg.Client(this.connectionConfig());
     await client.connect();
     try {
       await client.query("SELECT pg_backup_start('hotload-standby', true)");
-      copyDataDirectory(this.dataDir, standby.dataDir);
+      copyDataDirectory(this.dataDir, targetDataDir);
       const { rows } = await client.query<{ labelfile: string }>(
         'SELECT labelfile FROM pg_backup_stop(false)',
       );
-      writeFileSync(join(standby.dataDir, 'backup_label'), rows[0]!.labelfile);
+      writeFileSync(join(targetDataDir, 'backup_label'), rows[0]!.labelfile);
     } finally {
       await client.end();
     }
-    const conninfo = `host=${this.host} port=${this.port} user=${SUPERUSER} password=${this.superuserPassword}`;
-    writeFileSync(join(standby.dataDir, 'standby.signal'), '');
-    writeFileSync(
-      join(standby.dataDir, 'postgresql.auto.conf'),
-      `primary_conninfo = '${conninfo}'\nprimary_slot_name = '${slot}'\n`,
-    );
-    giveToServerUser(standby.runDir, standby.binaries);
-    await standby.launch();
-    return standby;
   }
 
   /** Promotes a standby to a primary and waits until it accepts writes. */
@@ -269,12 +285,19 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Postgr
 async function prepareCluster(options: ClusterOptions, initialize: boolean): Promise<PostgresCluster> {
   binaries ??= locatePostgresBinaries();
   const runId = process.env.HOTLOAD_TEST_RUN_ID ?? 'adhoc';
-  const runDir = join(tmpdir(), `${CLUSTER_DIR_PREFIX}${runId}-${randomBytes(6).toString('hex')}`);
+  // A standby's folder says so, which makes a leaked one easy to recognise.
+  const kind = initialize ? '' : 'standby-';
+  const runDir = join(tmpdir(), `${CLUSTER_DIR_PREFIX}${runId}-${kind}${randomBytes(6).toString('hex')}`);
   const dataDir = join(runDir, 'data');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const password = options.superuserPassword ?? randomBytes(18).toString('base64url');
   const cluster = new PostgresCluster(dataDir, await freePort(), password, binaries, runDir);
-  if (initialize) initializeDataDirectory(cluster, password);
+  try {
+    if (initialize) initializeDataDirectory(cluster, password);
+  } catch (error) {
+    rmSync(runDir, { recursive: true, force: true });
+    throw error;
+  }
   return cluster;
 }
 
