@@ -4,6 +4,7 @@
  * "already exists" as success, so a run killed between any two statements converges.
  */
 import type { MasterConnection } from './master-connection.js';
+import { scramSha256Verifier } from './scram-verifier.js';
 import { quoteIdentifier, quoteLiteral } from './sql-identifiers.js';
 import type { StepHook } from './steps.js';
 
@@ -172,11 +173,14 @@ export class Provisioner {
     return { databaseCreated, rolesCreated };
   }
 
-  /** Sets `user`'s password. The password is a literal in the statement and never logged. */
+  /**
+   * Sets `user`'s password. Only its SCRAM-SHA-256 verifier is sent, so the clear text
+   * never reaches the server (statement log, error reports, pg_stat_activity).
+   */
   async setPassword(user: string, password: string): Promise<void> {
     await this.step(`set-password ${user}`);
     await this.master.query(
-      `ALTER ROLE ${quoteIdentifier(user)} WITH LOGIN PASSWORD ${quoteLiteral(password)}`,
+      `ALTER ROLE ${quoteIdentifier(user)} WITH LOGIN PASSWORD ${quoteLiteral(scramSha256Verifier(password))}`,
     );
   }
 
