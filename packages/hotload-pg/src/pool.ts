@@ -324,8 +324,13 @@ export class Pool extends EventEmitter {
     await this.#started.catch(noop);
     await this.#watcher?.close();
     // Retiring generations keep their drain timeout; the current one waits for its
-    // holders, as pg.Pool's end() does.
-    await Promise.all([...this.#generations].map((generation) => generation.close()));
+    // holders, as pg.Pool's end() does; a superseded candidate still verifying (its
+    // switch no longer pending) is closed at once, or a connect it waits on would hold end().
+    await Promise.all(
+      [...this.#generations].map((generation) =>
+        generation === this.#current ? generation.close() : generation.close(0),
+      ),
+    );
     this.#ended = true;
   }
 

@@ -349,6 +349,26 @@ describe('stalled handshakes', () => {
       await proxy.close();
     }
   });
+
+  it('end() does not wait for a superseded candidate still connecting', async () => {
+    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
+    try {
+      // The verify timeout is far off: only end() can stop the superseded candidate's connect.
+      const pool = new Pool({ ...cluster.connectionConfig(), hotload: { verifyTimeoutMillis: 600_000 } });
+      await pool.query('SELECT 1');
+      proxy.stall();
+      const stalled = pool.switchTo(
+        configFor(cluster, { applicationName: 'stalled' }).with({ host: proxy.host, port: proxy.port }),
+      );
+      expect(await pool.switchTo(configFor(cluster, { applicationName: 'newer' }))).toBe(true);
+      await pool.end();
+      expect(await stalled).toBe(false);
+      expect(pool.totalCount).toBe(0);
+      expect(pool.otherGenerations).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
 });
 
 /** Polls `condition` (bounded) for a state that has no event. */
