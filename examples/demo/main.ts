@@ -70,9 +70,9 @@ function printSummary(r: PipelineResult): void {
     ['changes made', r.changes.map((c) => c.kind).join(', ')],
     ['requests run', String(r.stats.ok + r.stats.failed)],
     ['failed requests', String(r.stats.failed)],
-    ['switch latency p50 / p99', `${ms(r.switchLatenciesMs, 0.5)} / ${ms(r.switchLatenciesMs, 0.99)}`],
+    ['switch latency p50 / p99 (1)', `${ms(r.switchLatenciesMs, 0.5)} / ${ms(r.switchLatenciesMs, 0.99)}`],
     [
-      'old credentials unused after p50 / max',
+      'old credentials in use for p50 / max (2)',
       `${ms(r.oldCredentialsGoneMs, 0.5)} / ${ms(r.oldCredentialsGoneMs, 1)}`,
     ],
     ['service ended on', `${server}, user ${r.finalUser ?? '-'} (secret: ${r.publishedUser})`],
@@ -80,6 +80,7 @@ function printSummary(r: PipelineResult): void {
   const width = Math.max(...rows.map(([k]) => k.length));
   console.log('\nSummary');
   for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);
+  console.log('  (1) secret changed → new pool serving   (2) secret changed → last old connection closed');
   for (const failure of r.stats.failures) console.log(`  failure: ${failure}`);
 }
 

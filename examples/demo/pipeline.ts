@@ -63,7 +63,10 @@ export interface PipelineResult {
   stats: LoadStats;
   /** Secret swap → new generation serving, per switch (ms). */
   switchLatenciesMs: number[];
-  /** Switch → last client of the old generation closed, per switch (ms). */
+  /**
+   * Secret change → last client of the old generation closed, per switch (ms): how long
+   * the old credentials stayed in use (switch latency + drain).
+   */
   oldCredentialsGoneMs: number[];
   finalUser: string | undefined;
   finalServerPort: number | undefined;
@@ -120,12 +123,18 @@ async function runAgainst(
   const service = await startNotesService({ secretDirectory: secretDir, drainTimeoutMillis: 5_000 });
   const switchLatenciesMs: number[] = [];
   const oldCredentialsGoneMs: number[] = [];
+  /** When the change that retired each generation was made (by retired generation id). */
+  const retiredChangeAt = new Map<number, number>();
   service.pool.on('switch', (event: SwitchEvent) => {
     if (event.fromGeneration !== undefined && event.changedAt !== undefined) {
       switchLatenciesMs.push(event.switchedAt - event.changedAt);
+      retiredChangeAt.set(event.fromGeneration, event.changedAt);
     }
   });
-  service.pool.on('drained', (event: DrainedEvent) => oldCredentialsGoneMs.push(event.drainMillis));
+  service.pool.on('drained', (event: DrainedEvent) => {
+    const changedAt = retiredChangeAt.get(event.generation);
+    if (changedAt !== undefined) oldCredentialsGoneMs.push(Date.now() - changedAt);
+  });
 
   const plan = planChanges(options.rotations);
   const changes: ChangeRecord[] = [];
