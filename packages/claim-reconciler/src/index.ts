@@ -16,7 +16,12 @@ export { matchFragmentKey } from './fragment-matcher.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
 export { formatProblem, type Problem } from './problems.js';
-export { type ClaimNames, claimNames, ProvisioningConflictError } from './provisioner.js';
+export {
+  type ClaimNames,
+  claimNames,
+  MANAGED_ROLE_MARKER,
+  ProvisioningConflictError,
+} from './provisioner.js';
 export {
   EXIT_CODES,
   type ReconcileFilesOptions,

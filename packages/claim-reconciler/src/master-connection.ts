@@ -50,6 +50,28 @@ export class MasterConnection {
     return this.#pool.query<R>(text, values);
   }
 
+  /**
+   * Runs `statements` in one transaction on one pooled client: all of them take effect or
+   * none (a client killed before COMMIT leaves nothing behind, the server rolls back).
+   */
+  async transaction(statements: readonly string[]): Promise<void> {
+    const client = await this.#pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      for (const statement of statements) await client.query(statement);
+      await client.query('COMMIT');
+    } catch (error) {
+      broken = await client.query('ROLLBACK').then(
+        () => false,
+        () => true,
+      );
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
   /** Runs statements on one client connected to `database` (for per-database grants). */
   async inDatabase<T>(database: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client(pgClientConfig({ ...this.#parts, database }));

@@ -19,6 +19,13 @@ function alreadyExists(error: unknown, code: string): boolean {
   return actual === code || actual === UNIQUE_VIOLATION;
 }
 
+/**
+ * The comment this reconciler writes on every role it creates, in the same transaction as
+ * the `CREATE ROLE`. Only roles carrying it are adopted, changed or dropped: a claim naming
+ * any other existing role is refused, so writing a claim cannot take over someone's role.
+ */
+export const MANAGED_ROLE_MARKER = 'managed by hotload-claim-reconciler';
+
 /** The database and role names a claim owns. */
 export interface ClaimNames {
   readonly database: string;
@@ -51,6 +58,15 @@ export interface ObservedRole {
   readonly memberOfBase: boolean;
   /** The login user's sessions switch to the base role (`ALTER ROLE … SET role`). */
   readonly actsAsBase: boolean;
+  /** The role carries {@link MANAGED_ROLE_MARKER}: this reconciler created it. */
+  readonly managed: boolean;
+}
+
+/** What {@link Provisioner.dropRoles} did. */
+export interface DropRolesResult {
+  readonly dropped: readonly string[];
+  /** Existing roles left in place because this reconciler did not create them. */
+  readonly kept: readonly string[];
 }
 
 /** What {@link Provisioner.ensure} changed. */
@@ -95,6 +111,7 @@ export class Provisioner {
       privileges: string[];
       member: boolean;
       acts_as_base: boolean;
+      managed: boolean;
     }>(
       `SELECT r.rolname, r.rolcanlogin, r.rolsuper,
               array_remove(ARRAY[
@@ -108,9 +125,10 @@ export class Provisioner {
                           ORDER BY g.rolname), NULL) AS privileges,
               COALESCE(format('role=%s', $2::text) = ANY(r.rolconfig), false) AS acts_as_base,
               EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid
-                      WHERE m.member = r.oid AND b.rolname = $2::text) AS member
+                      WHERE m.member = r.oid AND b.rolname = $2::text) AS member,
+              COALESCE(shobj_description(r.oid, 'pg_authid') = $3::text, false) AS managed
          FROM pg_roles r WHERE r.rolname = ANY($1::text[])`,
-      [[baseRole, ...users], baseRole],
+      [[baseRole, ...users], baseRole, MANAGED_ROLE_MARKER],
     );
     return {
       databaseOwner,
@@ -123,6 +141,7 @@ export class Provisioner {
             privileges: r.privileges,
             memberOfBase: r.member,
             actsAsBase: r.acts_as_base,
+            managed: r.managed,
           },
         ]),
       ),
@@ -144,9 +163,7 @@ export class Provisioner {
     this.refuseForeignRoles(observed);
     const rolesCreated: string[] = [];
     if (!observed.roles.has(baseRole)) {
-      if (
-        await this.createRole(`CREATE ROLE ${quoteIdentifier(baseRole)} NOLOGIN`, `create-role ${baseRole}`)
-      )
+      if (await this.createRole(baseRole, `CREATE ROLE ${quoteIdentifier(baseRole)} NOLOGIN`))
         rolesCreated.push(baseRole);
     }
     let databaseCreated = false;
@@ -158,7 +175,7 @@ export class Provisioner {
       const role = observed.roles.get(user);
       if (!role) {
         const sql = `CREATE ROLE ${quoteIdentifier(user)} LOGIN IN ROLE ${quoteIdentifier(baseRole)}`;
-        if (await this.createRole(sql, `create-role ${user}`)) rolesCreated.push(user);
+        if (await this.createRole(user, sql)) rolesCreated.push(user);
       } else if (!role.memberOfBase) {
         await this.step(`grant-membership ${user}`);
         await this.master.query(`GRANT ${quoteIdentifier(baseRole)} TO ${quoteIdentifier(user)}`);
@@ -194,19 +211,34 @@ export class Provisioner {
     await this.master.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
   }
 
-  /** Drops the two login users and the base role (the `Delete` policy). */
-  async dropRoles(): Promise<void> {
+  /**
+   * Drops the two login users and the base role (the `Delete` policy), but only those this
+   * reconciler created ({@link MANAGED_ROLE_MARKER}); any other role of that name is kept.
+   */
+  async dropRoles(): Promise<DropRolesResult> {
     const { baseRole, users } = this.names;
+    const { roles } = await this.observe();
+    const dropped: string[] = [];
+    const kept: string[] = [];
     for (const role of [...users, baseRole]) {
+      const observed = roles.get(role);
+      if (!observed) continue;
+      if (!observed.managed) {
+        kept.push(role);
+        continue;
+      }
       await this.step(`drop-role ${role}`);
       await this.master.query(`DROP ROLE IF EXISTS ${quoteIdentifier(role)}`);
+      dropped.push(role);
     }
+    return { dropped, kept };
   }
 
   /**
    * A pre-existing role with our name that is a superuser, holds other powers (CREATEROLE,
    * membership in another role, …), or a base role that can log in, is not ours: adopting
-   * it would hand its powers to whoever wrote the claim.
+   * it would hand its powers to whoever wrote the claim. Nor is any role without
+   * {@link MANAGED_ROLE_MARKER}: adopting it would reset its password and publish it.
    */
   private refuseForeignRoles(observed: ObservedDatabase): void {
     for (const [name, role] of observed.roles) {
@@ -223,17 +255,33 @@ export class Provisioner {
         );
       }
     }
+    const unmarked = [...observed.roles].filter(([, role]) => !role.managed).map(([name]) => name);
+    if (unmarked.length > 0) throw notOurs(unmarked);
   }
 
-  private async createRole(sql: string, action: string): Promise<boolean> {
-    await this.step(action);
+  /**
+   * Creates `role` and marks it ({@link MANAGED_ROLE_MARKER}) in one transaction, so no crash
+   * leaves a role of ours unmarked. A role that appeared meanwhile (42710) is adopted only
+   * if it carries the marker (a concurrent run of ours created it).
+   */
+  private async createRole(role: string, sql: string): Promise<boolean> {
+    await this.step(`create-role ${role}`);
     try {
-      await this.master.query(sql);
+      await this.master.transaction([
+        sql,
+        `COMMENT ON ROLE ${quoteIdentifier(role)} IS ${quoteLiteral(MANAGED_ROLE_MARKER)}`,
+      ]);
       return true;
     } catch (error) {
-      if (alreadyExists(error, DUPLICATE_OBJECT)) return false;
-      throw error;
+      if (!alreadyExists(error, DUPLICATE_OBJECT)) throw error;
     }
+    const { rows } = await this.master.query<{ managed: boolean }>(
+      `SELECT COALESCE(shobj_description(oid, 'pg_authid') = $2, false) AS managed
+         FROM pg_roles WHERE rolname = $1`,
+      [role, MANAGED_ROLE_MARKER],
+    );
+    if (!rows[0]?.managed) throw notOurs([role]);
+    return false;
   }
 
   /** CREATE DATABASE cannot run in a transaction and has no IF NOT EXISTS: 42P04 means done. */
@@ -272,4 +320,12 @@ export class Provisioner {
       `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
     );
   }
+}
+
+function notOurs(roles: readonly string[]): ProvisioningConflictError {
+  const which = roles.length === 1 ? `role ${roles[0]} exists` : `roles ${roles.join(', ')} exist`;
+  return new ProvisioningConflictError(
+    `${which} but ${roles.length === 1 ? 'was' : 'were'} not created by hotload-claim-reconciler ` +
+      `(no '${MANAGED_ROLE_MARKER}' comment); refusing to manage ${roles.length === 1 ? 'it' : 'them'}`,
+  );
 }

@@ -402,10 +402,14 @@ export class Reconciler {
           actions.push(`dropped database ${where}`);
         }
         if (!usage.databaseInUse(binding) && !usage.rolesInUse(binding)) {
-          await provisioner.dropRoles();
-          actions.push(
-            `dropped roles ${binding.userName}, ${binding.userName}_a, ${binding.userName}_b on ${instanceId(binding)}`,
-          );
+          const { dropped, kept } = await provisioner.dropRoles();
+          if (dropped.length > 0)
+            actions.push(`dropped roles ${dropped.join(', ')} on ${instanceId(binding)}`);
+          if (kept.length > 0) {
+            actions.push(
+              `left roles ${kept.join(', ')} on ${instanceId(binding)} in place: not created by this reconciler`,
+            );
+          }
         }
       } catch (error) {
         usage.add(binding);

@@ -7,7 +7,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readStatus, statusPath } from '../src/index.js';
+import { MANAGED_ROLE_MARKER, readStatus, statusPath } from '../src/index.js';
 import { runCli } from './cli-runner.js';
 import { canLogin, claimYaml, startReconcilerCluster } from './fixtures.js';
 
@@ -60,6 +60,15 @@ async function expectConverged(claims: string, out: string, name: string): Promi
     await readFile(join(out, 'default', name.replace(/_/g, '-'), 'username'), 'utf8'),
   );
   expect(status?.error).toBeNull();
+  // Every role of the claim carries the marker: no crash leaves a role of ours unmarked.
+  const { rows } = await cluster.query<{ rolname: string; comment: string | null }>(
+    `SELECT rolname, shobj_description(oid, 'pg_authid') AS comment FROM pg_roles
+      WHERE rolname = ANY($1::text[]) ORDER BY 1`,
+    [[name, `${name}_a`, `${name}_b`]],
+  );
+  expect(rows).toEqual(
+    [name, `${name}_a`, `${name}_b`].map((rolname) => ({ rolname, comment: MANAGED_ROLE_MARKER })),
+  );
 }
 
 describe('crash safety', () => {
