@@ -30,6 +30,8 @@ export interface VerifiedSwitch {
 class SwitchAttempt {
   cancelled = false;
   #wakeUp: (() => void) | undefined;
+  /** The candidate being verified, closed at once on cancel (a verify may wait long). */
+  candidate: Generation | undefined;
   readonly done: Promise<boolean>;
 
   constructor(
@@ -53,6 +55,9 @@ class SwitchAttempt {
   cancel(): void {
     this.cancelled = true;
     this.#wakeUp?.();
+    // Destroys its sockets, connecting ones included, so the verify in flight fails now
+    // instead of at verifyTimeoutMillis; the run loop then sees `cancelled` and stops.
+    void this.candidate?.close(0);
   }
 }
 
@@ -103,6 +108,7 @@ export class GenerationSwitch {
       try {
         // Building can fail too (e.g. an sslrootcert file not there yet): retried alike.
         candidate ??= this.target.createGeneration(attempt.settings);
+        attempt.candidate = candidate;
         await verifyGeneration(candidate, verifyTimeoutMillis, prepare);
       } catch (error) {
         failure = error ?? new Error('verify failed');

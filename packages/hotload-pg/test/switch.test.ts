@@ -369,6 +369,26 @@ describe('stalled handshakes', () => {
       await proxy.close();
     }
   });
+
+  it('end() does not wait for the verify timeout of a pending switch', async () => {
+    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
+    try {
+      // The verify timeout is far off: only cancelling the switch can stop its connect.
+      const pool = new Pool({ ...cluster.connectionConfig(), hotload: { verifyTimeoutMillis: 600_000 } });
+      await pool.query('SELECT 1');
+      proxy.stall();
+      const stalled = pool.switchTo(
+        configFor(cluster, { applicationName: 'stalled' }).with({ host: proxy.host, port: proxy.port }),
+      );
+      await eventuallyTrue(() => proxy.connectionCount === 1); // the candidate is connecting
+      await pool.end();
+      expect(await stalled).toBe(false);
+      expect(pool.totalCount).toBe(0);
+      expect(pool.otherGenerations).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
 });
 
 /** Polls `condition` (bounded) for a state that has no event. */
