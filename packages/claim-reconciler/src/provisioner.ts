@@ -69,6 +69,12 @@ export interface DropRolesResult {
   readonly kept: readonly string[];
 }
 
+/**
+ * What {@link Provisioner.dropDatabase} did: `dropped`, `absent` (nothing to drop), or
+ * `not-ours` (its owner is not a role this reconciler created, so it was left in place).
+ */
+export type DropDatabaseResult = 'dropped' | 'absent' | 'not-ours';
+
 /** What {@link Provisioner.ensure} changed. */
 export interface EnsureResult {
   readonly databaseCreated: boolean;
@@ -202,13 +208,27 @@ export class Provisioner {
   }
 
   /**
-   * Drops the database (the `Delete` policy). Fails with pg's "object in use" error
-   * (55006) while sessions are still connected; the caller keeps it pending and retries.
+   * Drops the database (the `Delete` policy), but only one this reconciler created: a
+   * database whose owner (`pg_database.datdba`) carries {@link MANAGED_ROLE_MARKER}. The
+   * reconciler creates databases `OWNER <base role>` and marks that role in its
+   * `CREATE ROLE` transaction, so the rule needs no other state and holds after any crash.
+   * A database owned by anyone else (pre-existing, reached through a GRANT) is left in place
+   * (`not-ours`). Fails with pg's "object in use" error (55006) while sessions are still
+   * connected; the caller keeps it pending and retries.
    */
-  async dropDatabase(): Promise<void> {
+  async dropDatabase(): Promise<DropDatabaseResult> {
     const { database } = this.names;
+    const { rows } = await this.master.query<{ managed: boolean }>(
+      `SELECT COALESCE(shobj_description(d.datdba, 'pg_authid') = $2::text, false) AS managed
+         FROM pg_database d WHERE d.datname = $1`,
+      [database, MANAGED_ROLE_MARKER],
+    );
+    const found = rows[0];
+    if (!found) return 'absent';
+    if (!found.managed) return 'not-ours';
     await this.step(`drop-database ${database}`);
     await this.master.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
+    return 'dropped';
   }
 
   /**

@@ -395,13 +395,23 @@ export class Reconciler {
           claimKey,
           this.#options.onStep,
         );
-        if (usage.databaseInUse(binding)) {
+        let databaseLeft = usage.databaseInUse(binding);
+        if (databaseLeft) {
           actions.push(`kept ${where}: another claim uses it`);
+        } else if ((await provisioner.dropDatabase()) === 'not-ours') {
+          // Pre-existing (or someone else's) database this claim was only granted access to.
+          databaseLeft = true;
+          actions.push(`left database ${where} in place: not created by this reconciler`);
         } else {
-          await provisioner.dropDatabase();
           actions.push(`dropped database ${where}`);
         }
-        if (!usage.databaseInUse(binding) && !usage.rolesInUse(binding)) {
+        if (databaseLeft && !usage.databaseInUse(binding) && !usage.rolesInUse(binding)) {
+          // The roles hold privileges (and maybe objects) in the database that stays.
+          actions.push(
+            `left roles ${binding.userName}, ${binding.userName}_a, ${binding.userName}_b on ${instanceId(binding)} in place: they hold privileges in ${binding.databaseName}`,
+          );
+        }
+        if (!databaseLeft && !usage.rolesInUse(binding)) {
           const { dropped, kept } = await provisioner.dropRoles();
           if (dropped.length > 0)
             actions.push(`dropped roles ${dropped.join(', ')} on ${instanceId(binding)}`);

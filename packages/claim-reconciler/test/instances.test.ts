@@ -198,6 +198,63 @@ describe('deletion', () => {
     expect(await exists(statusPath(out, 'default', 'gone2'))).toBe(false);
   });
 
+  it('Delete leaves a database it did not create (pre-existing, only granted) in place', async () => {
+    const out = join(work.path, 'out-legacy');
+    const reconciler = new Reconciler({ config, outputDir: out });
+    await a.query('CREATE DATABASE legacy');
+    const creator = (await a.query('SELECT current_user AS name')).rows[0]?.name;
+    const legacy = [
+      'legacy',
+      { databaseName: 'legacy', instanceLabel: 'athena', userName: 'legacy_app', deletionPolicy: 'Delete' },
+    ] as const;
+    const created = await reconciler.reconcile(claims([...legacy]));
+    expect(created.outcomes).toMatchObject([{ claim: 'default/legacy', result: 'created' }]);
+    expect(created.outcomes[0]?.actions).not.toContain('created database legacy');
+    // Granted, not owned: the claim's users work in it, the database keeps its owner.
+    await withSecretClient(join(out, 'default', 'legacy'), (client) =>
+      client.query('CREATE TABLE from_claim (x int)'),
+    );
+    const owner = async () =>
+      (
+        await a.query('SELECT pg_get_userbyid(datdba) AS owner FROM pg_database WHERE datname = $1', [
+          'legacy',
+        ])
+      ).rows[0]?.owner;
+    expect(await owner()).toBe(creator);
+
+    const gone = await reconciler.reconcile([]);
+    expect(gone.outcomes).toMatchObject([{ claim: 'default/legacy', result: 'deleted' }]);
+    expect(gone.outcomes[0]?.error).toBeUndefined();
+    expect(gone.outcomes[0]?.actions).toContain(
+      `left database ${a.host}:${a.port}/legacy in place: not created by this reconciler`,
+    );
+    expect(await databaseExists(a, 'legacy')).toBe(true);
+    // The roles hold privileges in the database that stays, so they stay too (named).
+    expect(await rolesLike(a, 'legacy_app')).toEqual(['legacy_app', 'legacy_app_a', 'legacy_app_b']);
+    expect(gone.outcomes[0]?.actions.some((action) => action.startsWith('left roles legacy_app,'))).toBe(
+      true,
+    );
+    expect(await owner()).toBe(creator);
+    expect(await exists(join(out, 'default', 'legacy'))).toBe(false);
+    expect(await exists(statusPath(out, 'default', 'legacy'))).toBe(false);
+    // Nothing left to do: the next pass is empty.
+    expect((await reconciler.reconcile([])).outcomes).toEqual([]);
+
+    // A database the reconciler created itself is still dropped under Delete.
+    await reconciler.reconcile(
+      claims([
+        'own',
+        { databaseName: 'own_db', instanceLabel: 'athena', userName: 'own', deletionPolicy: 'Delete' },
+      ]),
+    );
+    expect(await databaseExists(a, 'own_db')).toBe(true);
+    const dropped = await reconciler.reconcile([]);
+    expect(dropped.outcomes).toMatchObject([{ claim: 'default/own', result: 'deleted' }]);
+    expect(dropped.outcomes[0]?.actions).toContain(`dropped database ${a.host}:${a.port}/own_db`);
+    expect(await databaseExists(a, 'own_db')).toBe(false);
+    expect(await rolesLike(a, 'own')).toEqual([]);
+  });
+
   it('Orphan keeps the database and users and removes only the secret', async () => {
     const out = join(work.path, 'out-orphan');
     const reconciler = new Reconciler({ config, outputDir: out });
