@@ -125,11 +125,12 @@ export class HotloadPgClient extends ClientPg {
     this.useConfig(initial);
     this.switcher = new VerifiedConfigSwitcher(
       {
-        verify: (config) =>
+        verify: (config, signal) =>
           verifyPgSettings(
             this.pgModule(),
             this.settingsFor(config),
             this.hotloadOptions.verifyTimeoutMillis,
+            signal,
           ),
         apply: (change) => this.switchTo(change, sourceDescription),
         failed: (change, error, attempt, retryInMillis) =>

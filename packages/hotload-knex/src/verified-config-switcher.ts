@@ -2,8 +2,8 @@ import type { ChangeEvent, ConnectionConfig } from 'hotload-core';
 
 /** What {@link VerifiedConfigSwitcher} does with each offered config. */
 export interface SwitchSteps {
-  /** Proves the config works (rejects if not). */
-  verify(config: ConnectionConfig): Promise<void>;
+  /** Proves the config works (rejects if not); must give up promptly when `signal` aborts. */
+  verify(config: ConnectionConfig, signal: AbortSignal): Promise<void>;
   /** Makes the verified config current. */
   apply(change: ChangeEvent): void;
   /** Reports a failed verification; the switcher retries after `retryInMillis`. */
@@ -28,6 +28,8 @@ export class VerifiedConfigSwitcher {
   #running = false;
   #closed = false;
   #wakeUp: (() => void) | undefined;
+  /** Aborted by close(), so a verify in flight (a connect that may hang) ends at once. */
+  readonly #closing = new AbortController();
 
   constructor(
     private readonly steps: SwitchSteps,
@@ -50,6 +52,7 @@ export class VerifiedConfigSwitcher {
     this.#closed = true;
     this.#wanted = undefined;
     this.#wakeUp?.();
+    this.#closing.abort();
   }
 
   async #run(): Promise<void> {
@@ -85,7 +88,7 @@ export class VerifiedConfigSwitcher {
 
   async #verify(config: ConnectionConfig): Promise<Error | undefined> {
     try {
-      await this.steps.verify(config);
+      await this.steps.verify(config, this.#closing.signal);
       return undefined;
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error));

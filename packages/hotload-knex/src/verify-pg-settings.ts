@@ -16,12 +16,13 @@ export interface PgClientConstructor {
 /**
  * Proves that settings work before any pooled connection uses them: opens one
  * connection, runs `SELECT 1`, closes it. Rejects with the driver's error; gives up
- * after `timeoutMillis` (connect and query each).
+ * after `timeoutMillis` (connect and query each), or at once when `signal` aborts.
  */
 export async function verifyPgSettings(
   pg: PgClientConstructor,
   settings: PgSettings,
   timeoutMillis: number,
+  signal?: AbortSignal,
 ): Promise<void> {
   const probe = new pg.Client({
     ...settings,
@@ -33,10 +34,15 @@ export async function verifyPgSettings(
   // A socket error after connect is reported through the pending call; without a
   // listener it would crash the process instead.
   probe.on('error', () => {});
+  // pg's end() on a client still connecting destroys its socket: the pending call fails now.
+  const abort = () => void probe.end().catch(() => {});
+  signal?.addEventListener('abort', abort, { once: true });
   try {
+    signal?.throwIfAborted();
     await probe.connect();
     await probe.query('SELECT 1');
   } finally {
+    signal?.removeEventListener('abort', abort);
     await probe.end().catch(() => {});
   }
 }
