@@ -38,6 +38,11 @@ export interface GenerationHooks {
    * (the pool queues it again); false lets it fail with `err`.
    */
   onConnectFailed(generation: Generation, err: Error, callback: CheckoutCallback): boolean;
+  /**
+   * A client of the generation failed: a checkout's connect, a release with an error
+   * (`pool.query` releases with the query's error) or an idle client's socket.
+   */
+  onError?(generation: Generation, err: Error): void;
 }
 
 /**
@@ -78,6 +83,7 @@ export class Generation {
     this.max = this.pool.options.max;
     this.#limit = this.max;
     this.pool.on('connect', (client) => this.#clients.add(client as TrackedClient));
+    if (hooks.onError !== undefined) this.pool.on('error', (err) => hooks.onError?.(this, err));
     this.pool.on('remove', (client) => {
       this.#clients.delete(client as TrackedClient);
       if (this.#clients.size === 0) this.#lastRemoved?.();
@@ -124,6 +130,7 @@ export class Generation {
       if (err !== undefined || client === undefined) {
         const error = err ?? new Error('hotload-pg: checkout returned no client');
         this.outstanding--;
+        if (!direct) this.hooks.onError?.(this, error);
         if (direct || !this.hooks.onConnectFailed(this, error, callback)) callback(error, undefined, noop);
         this.hooks.onCheckin(this);
         return;
@@ -150,6 +157,7 @@ export class Generation {
         throw new Error('Release called on client which has already been released to the pool.');
       }
       released = true;
+      if (err instanceof Error) this.hooks.onError?.(this, err);
       // A force-closed client goes back to pg-pool from forceCloseAll, once its socket is gone.
       if (!isForceClosed(client)) this.#giveBack(client, pgRelease, err);
     };

@@ -7,8 +7,15 @@ import type pg from 'pg';
  * `ConnectionConfig` has this shape; anything else with it (e.g. built in code) works too.
  */
 export interface ConnectionSettings {
+  /** The first host (the only one tried when {@link hosts} has fewer than two entries). */
   readonly host: string;
   readonly port: number;
+  /**
+   * libpq host list (`host=a,b` / `postgres://u@a:5432,b:5433/db`), in order. With two or
+   * more, each generation is built on the first host that connects and, with
+   * `target_session_attrs=read-write` (or `primary`), accepts writes.
+   */
+  readonly hosts?: ReadonlyArray<HostPort> | undefined;
   readonly user: string;
   /** Read only when a generation is built; never copied into events or errors. */
   readonly password: string | undefined;
@@ -19,6 +26,23 @@ export interface ConnectionSettings {
   readonly params: Readonly<Record<string, string>>;
   /** Hash of the whole config, password included: equal configs, equal fingerprints. */
   readonly fingerprint: string;
+}
+
+/** One entry of a host list. */
+export interface HostPort {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** What `target_session_attrs` asks of the chosen host: hotload-pg checks `read-write` (and `primary`). */
+export function requiresWritable(settings: ConnectionSettings): boolean {
+  const attrs = settings.params.target_session_attrs;
+  return attrs === 'read-write' || attrs === 'primary';
+}
+
+/** True when host selection applies: a host list of two or more entries. */
+export function isMultiHost(settings: ConnectionSettings): boolean {
+  return (settings.hosts?.length ?? 0) > 1;
 }
 
 /** pg options that say *where and as whom* to connect: the source replaces all of them. */
@@ -49,9 +73,13 @@ const PASS_THROUGH_PARAMS = [
  * (`application_name`, `options`, `client_encoding` by name, `connect_timeout` seconds to
  * `connectionTimeoutMillis` unless the pool options set it). Explicit pool options win
  * over params for `application_name`. `ssl` from the pool options is kept only when the
- * source has no sslmode.
+ * source has no sslmode. `host` (one entry of `settings.hosts`) overrides the first host.
  */
-export function toPgPoolConfig(base: pg.PoolConfig, settings: ConnectionSettings): pg.PoolConfig {
+export function toPgPoolConfig(
+  base: pg.PoolConfig,
+  settings: ConnectionSettings,
+  host?: HostPort,
+): pg.PoolConfig {
   const config: pg.PoolConfig = { ...base };
   for (const field of CONNECTION_FIELDS) delete config[field];
   const params = settings.params;
@@ -64,8 +92,8 @@ export function toPgPoolConfig(base: pg.PoolConfig, settings: ConnectionSettings
     const seconds = Number(connectTimeout);
     if (Number.isFinite(seconds) && seconds > 0) config.connectionTimeoutMillis = seconds * 1000;
   }
-  config.host = settings.host;
-  config.port = settings.port;
+  config.host = host?.host ?? settings.host;
+  config.port = host?.port ?? settings.port;
   config.user = settings.user;
   config.database = settings.database;
   const ssl = settings.sslmode === undefined ? base.ssl : toSsl(settings.sslmode, params);

@@ -16,7 +16,13 @@ import {
   type ResolvedSwitchOptions,
   resolveSwitchOptions,
 } from './options.js';
-import { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
+import {
+  type ConnectionSettings,
+  type HostPort,
+  isMultiHost,
+  requiresWritable,
+  toPgPoolConfig,
+} from './pg-pool-config.js';
 import { publishPoolDiagnostics } from './pool-diagnostics.js';
 import { logPoolEvents } from './pool-logging.js';
 import { instrumentPool } from './pool-metrics.js';
@@ -69,6 +75,10 @@ export class Pool extends EventEmitter {
   #ended = false;
   #ending: Promise<void> | undefined;
   readonly #name: string | undefined;
+  /** Settings each source-built generation came from (failover re-selection needs them). */
+  readonly #settingsOf = new WeakMap<Generation, ConnectionSettings>();
+  /** A failover re-selection is in flight: further errors add nothing (debounce). */
+  #reselecting = false;
 
   /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
   constructor(config?: PoolConfig) {
@@ -395,7 +405,28 @@ export class Pool extends EventEmitter {
       this.#generations.delete(generation);
     },
     onConnectFailed: (generation, _err, callback) => this.#requeueAfterConnectFailure(generation, callback),
+    onError: (generation, err) => {
+      if (generation === this.#current && !this.#reselecting && isFailoverSignal(err)) {
+        const settings = this.#settingsOf.get(generation);
+        if (settings !== undefined && isMultiHost(settings) && requiresWritable(settings)) {
+          this.#reselect(settings);
+        }
+      }
+    },
   };
+
+  /**
+   * Host lists: runs host selection again for the serving settings (the primary may have
+   * moved), through the normal verify/switch/drain path. One at a time; a burst of errors
+   * while it runs triggers nothing more.
+   */
+  #reselect(settings: ConnectionSettings): void {
+    if (this.#endCalled) return;
+    this.#reselecting = true;
+    void this.#switch.request(settings, undefined, true).finally(() => {
+      this.#reselecting = false;
+    });
+  }
 
   /**
    * A new connection failed. The request fails too (as with pg.Pool) unless someone else
@@ -432,6 +463,20 @@ export class Pool extends EventEmitter {
       throw error;
     }
     if (this.#endCalled || this.#current !== undefined) return;
+    if (isMultiHost(settings)) {
+      // Host list: the first generation goes on the first suitable host (one pass). If
+      // none is, it goes on the first host, as pg would, and selection keeps retrying.
+      const selected = await this.#switch.selectOnce(settings);
+      if (this.#endCalled || this.#current !== undefined) {
+        await selected?.close(0);
+        return;
+      }
+      const details = { attempts: 1, verifyMillis: 0, requestedAt: Date.now(), changedAt: undefined };
+      if (selected !== undefined) return this.#promote(selected, details);
+      this.#promote(this.#createGeneration(settings), { ...details, attempts: 0 });
+      this.#reselect(settings);
+      return;
+    }
     this.#promote(this.#createGeneration(settings), {
       attempts: 0,
       verifyMillis: 0,
@@ -476,14 +521,24 @@ export class Pool extends EventEmitter {
   #switchTarget(): SwitchTarget {
     return {
       currentFingerprint: () => this.#current?.fingerprint,
-      createGeneration: (settings) => this.#createGeneration(settings),
+      createGeneration: (settings, host) => this.#createGeneration(settings, host),
+      currentHost: () => {
+        const options = this.#current?.pool.options;
+        if (options?.host === undefined) return undefined;
+        return { host: options.host, port: Number(options.port) };
+      },
       promote: (candidate, details) => this.#promote(candidate, details),
       verifyFailed: (event) => this.emit('verifyFailed', event),
     };
   }
 
-  #createGeneration(settings: ConnectionSettings): Generation {
-    return this.#newGeneration(settings.fingerprint, toPgPoolConfig(this.#config, settings));
+  #createGeneration(settings: ConnectionSettings, host?: HostPort): Generation {
+    const generation = this.#newGeneration(
+      settings.fingerprint,
+      toPgPoolConfig(this.#config, settings, host),
+    );
+    this.#settingsOf.set(generation, settings);
+    return generation;
   }
 
   /** Moves new checkouts (and waiters) to `candidate`, then drains the previous generation. */
@@ -517,6 +572,21 @@ export class Pool extends EventEmitter {
       });
     });
   }
+}
+
+/**
+ * Errors that may mean the primary moved: the server is read-only (`25006`), the
+ * connection failed or was dropped (SQLSTATE classes 08 and 57P, socket errors, pg's
+ * "Connection terminated"). Query errors (syntax, constraints, ...) are not.
+ */
+function isFailoverSignal(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code === '25006' || code.startsWith('08') || code.startsWith('57P')) return true;
+    if (/^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, ...
+    return false;
+  }
+  return /Connection terminated|connection timeout|timeout expired/i.test(err.message);
 }
 
 /** pg's Client#query without its overloads, for the submittable-with-callback form its types omit. */
