@@ -13,6 +13,7 @@ export {
   sessionsOfAfterExit,
   setPassword,
 } from './app-database.js';
+export { type AppDatabaseSuite, useAppDatabases } from './app-database-suite.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
 export { type EventSource, nextEvent } from './next-event.js';

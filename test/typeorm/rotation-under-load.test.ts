@@ -6,35 +6,24 @@
 import { hotloadTypeOrmOptions } from 'hotload-pg';
 import {
   type AppUser,
-  createAppDatabase,
   newPassword,
   type PostgresCluster,
-  SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
-  startCluster,
+  useAppDatabases,
 } from 'hotload-test-support';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ItemEntity } from './item.js';
 import { hotloadPoolOf, nextPoolEvent, TypeOrmLoad } from './typeorm-helpers.js';
 
 const WORKERS = 4;
 
 describe('TypeORM on hotload-pg under load while credentials rotate', () => {
+  const { secret, passwords, clusters } = useAppDatabases();
   let cluster: PostgresCluster;
-  const secret = new SecretDirectory();
-  const passwords: Record<AppUser, string> = { app_a: newPassword(), app_b: newPassword() };
-
-  beforeAll(async () => {
-    cluster = await startCluster();
-    await createAppDatabase(cluster, passwords);
-    await secret.write(cluster, 'app_a', passwords.app_a);
-  });
-
-  afterAll(async () => {
-    await cluster?.stop();
-    secret.remove();
+  beforeAll(() => {
+    cluster = clusters[0]!;
   });
 
   it('fails no query across password rotations and login-user switches, and leaves no old session', async () => {

@@ -7,25 +7,22 @@
 import { hotloadTypeOrmOptions } from 'hotload-pg';
 import {
   type AppUser,
-  createAppDatabase,
   newPassword,
   type PostgresCluster,
-  SecretDirectory,
   sessionsOf,
   sessionsOfAfterExit,
   setPassword,
-  startCluster,
+  useAppDatabases,
 } from 'hotload-test-support';
 import { DataSource } from 'typeorm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ItemEntity } from './item.js';
 import { hotloadPoolOf, nextPoolEvent, TypeOrmLoad } from './typeorm-helpers.js';
 
 describe('TypeORM on hotload-pg across switches', () => {
+  const { secret, passwords, clusters } = useAppDatabases(2);
   let first: PostgresCluster;
   let second: PostgresCluster;
-  const secret = new SecretDirectory();
-  const passwords: Record<AppUser, string> = { app_a: newPassword(), app_b: newPassword() };
   let active: AppUser = 'app_a';
 
   /** Switches the secret (on `cluster`) to the other login user with a fresh password. */
@@ -44,14 +41,8 @@ describe('TypeORM on hotload-pg across switches', () => {
     });
   }
 
-  beforeAll(async () => {
-    [first, second] = await Promise.all([startCluster(), startCluster()]);
-    await Promise.all([createAppDatabase(first, passwords), createAppDatabase(second, passwords)]);
-  });
-
-  afterAll(async () => {
-    await Promise.all([first?.stop(), second?.stop()]);
-    secret.remove();
+  beforeAll(() => {
+    [first, second] = clusters as [PostgresCluster, PostgresCluster];
   });
 
   it('commits a QueryRunner transaction that was open across a switch', async () => {

@@ -4,17 +4,8 @@
  */
 import { writeSecretAtomically } from 'hotload-core';
 import { createHotloadKnex } from 'hotload-knex';
-import {
-  APP_DATABASE,
-  type AppUser,
-  createAppDatabase,
-  FaultProxy,
-  newPassword,
-  type PostgresCluster,
-  SecretDirectory,
-  startCluster,
-} from 'hotload-test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { APP_DATABASE, FaultProxy, type PostgresCluster, useAppDatabases } from 'hotload-test-support';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent } from './knex-helpers.js';
 
 /** Polls (bounded) a state that has no event: the proxy's count of open connections. */
@@ -24,19 +15,10 @@ async function eventuallyTrue(condition: () => boolean, tries = 300): Promise<bo
 }
 
 describe('destroy() during a verify', () => {
+  const { secret, passwords, clusters } = useAppDatabases();
   let cluster: PostgresCluster;
-  const secret = new SecretDirectory();
-  const passwords: Record<AppUser, string> = { app_a: newPassword(), app_b: newPassword() };
-
-  beforeAll(async () => {
-    cluster = await startCluster();
-    await createAppDatabase(cluster, passwords);
-    await secret.write(cluster, 'app_a', passwords.app_a);
-  });
-
-  afterAll(async () => {
-    await cluster?.stop();
-    secret.remove();
+  beforeAll(() => {
+    cluster = clusters[0]!;
   });
 
   it('closes the verify connection of a pending switch at once', async () => {

@@ -3,34 +3,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHotloadKnex } from 'hotload-knex';
 import {
-  type AppUser,
-  createAppDatabase,
   newPassword,
   type PostgresCluster,
-  SecretDirectory,
   sessionsOf,
   sessionsOfAfterExit,
   setPassword,
-  startCluster,
+  useAppDatabases,
 } from 'hotload-test-support';
 import type { Knex } from 'knex';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, QueryLoad } from './knex-helpers.js';
 
 describe('Knex moving to a second server, and migrating and seeding during a rotation', () => {
+  const { secret, passwords, clusters } = useAppDatabases(2);
   let first: PostgresCluster;
   let second: PostgresCluster;
-  const secret = new SecretDirectory();
-  const passwords: Record<AppUser, string> = { app_a: newPassword(), app_b: newPassword() };
 
-  beforeAll(async () => {
-    [first, second] = await Promise.all([startCluster(), startCluster()]);
-    await Promise.all([createAppDatabase(first, passwords), createAppDatabase(second, passwords)]);
-  });
-
-  afterAll(async () => {
-    await Promise.all([first?.stop(), second?.stop()]);
-    secret.remove();
+  beforeAll(() => {
+    [first, second] = clusters as [PostgresCluster, PostgresCluster];
   });
 
   it('moves under load to a second server without a failed query, leaving no session on the first', async () => {

@@ -1,33 +1,22 @@
 import { createHotloadKnex, type HotloadKnex } from 'hotload-knex';
 import {
   type AppUser,
-  createAppDatabase,
   newPassword,
   type PostgresCluster,
-  SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
-  startCluster,
+  useAppDatabases,
 } from 'hotload-test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, QueryLoad, recordEvents } from './knex-helpers.js';
 
 const WORKERS = 4;
 
 describe('Knex under load while credentials rotate', () => {
+  const { secret, passwords, clusters } = useAppDatabases();
   let cluster: PostgresCluster;
-  const secret = new SecretDirectory();
-  const passwords: Record<AppUser, string> = { app_a: newPassword(), app_b: newPassword() };
-
-  beforeAll(async () => {
-    cluster = await startCluster();
-    await createAppDatabase(cluster, passwords);
-    await secret.write(cluster, 'app_a', passwords.app_a);
-  });
-
-  afterAll(async () => {
-    await cluster?.stop();
-    secret.remove();
+  beforeAll(() => {
+    cluster = clusters[0]!;
   });
 
   it('fails no query across password rotations and login-user switches, and leaves no old session', async () => {

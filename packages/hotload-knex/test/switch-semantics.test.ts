@@ -2,22 +2,19 @@ import { PassThrough } from 'node:stream';
 import { createHotloadKnex, ForceClosedError, HotloadPgClient } from 'hotload-knex';
 import {
   type AppUser,
-  createAppDatabase,
   newPassword,
   type PostgresCluster,
-  SecretDirectory,
   sessionsOfAfterExit,
   setPassword,
-  startCluster,
+  useAppDatabases,
 } from 'hotload-test-support';
 import knex from 'knex';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { nextEvent } from './knex-helpers.js';
 
 describe('Knex features across a switch', () => {
+  const { secret, passwords, clusters } = useAppDatabases();
   let cluster: PostgresCluster;
-  const secret = new SecretDirectory();
-  const passwords: Record<AppUser, string> = { app_a: newPassword(), app_b: newPassword() };
   let active: AppUser = 'app_a';
 
   /** Switches the secret to the other login user with a fresh password. */
@@ -29,18 +26,12 @@ describe('Knex features across a switch', () => {
     return active;
   }
 
-  beforeAll(async () => {
-    cluster = await startCluster();
-    await createAppDatabase(cluster, passwords);
+  beforeAll(() => {
+    cluster = clusters[0]!;
   });
 
   beforeEach(async () => {
     await secret.write(cluster, active, passwords[active]);
-  });
-
-  afterAll(async () => {
-    await cluster?.stop();
-    secret.remove();
   });
 
   it('commits a transaction that was open across a switch, then drains its connection', async () => {
