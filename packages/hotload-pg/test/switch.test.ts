@@ -2,7 +2,13 @@
  * Generation switching against real PostgreSQL, driven by `pool.switchTo(config)` (the
  * same path a source change takes, without the file watcher).
  */
-import { ForceClosedError, Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
+import {
+  ForceClosedError,
+  type HotloadOptions,
+  Pool,
+  type SwitchEvent,
+  type VerifyFailedEvent,
+} from 'hotload-pg';
 import { FaultProxy, nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -327,40 +333,24 @@ describe('faults', () => {
 });
 
 describe('stalled handshakes', () => {
-  it('end() does not hang on a candidate whose connection never completes its handshake', async () => {
+  /**
+   * A pool serving on `cluster` is asked to switch to a config whose server never answers
+   * (a stalled proxy); `step` does what the test is about, then `end()` must close every
+   * generation and the stalled switch must report that it did not happen.
+   */
+  async function endAfterStalledSwitch(
+    hotload: HotloadOptions,
+    step: (pool: Pool, proxy: FaultProxy) => Promise<void>,
+  ): Promise<void> {
     const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
     try {
-      const pool = new Pool({
-        ...cluster.connectionConfig(),
-        hotload: { verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 100, verifyTimeoutMillis: 200 },
-      });
+      const pool = new Pool({ ...cluster.connectionConfig(), hotload });
       await pool.query('SELECT 1');
       proxy.stall(); // the candidate's TCP connection opens, the server never answers
-      const failed = nextEvent(pool, 'verifyFailed');
-      const switching = pool.switchTo(
-        configFor(cluster, { applicationName: 'stalled' }).with({ host: proxy.host, port: proxy.port }),
-      );
-      await failed;
-      await pool.end();
-      expect(await switching).toBe(false);
-      expect(pool.totalCount).toBe(0);
-      expect(pool.otherGenerations).toEqual([]);
-    } finally {
-      await proxy.close();
-    }
-  });
-
-  it('end() does not wait for a superseded candidate still connecting', async () => {
-    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
-    try {
-      // The verify timeout is far off: only end() can stop the superseded candidate's connect.
-      const pool = new Pool({ ...cluster.connectionConfig(), hotload: { verifyTimeoutMillis: 600_000 } });
-      await pool.query('SELECT 1');
-      proxy.stall();
       const stalled = pool.switchTo(
         configFor(cluster, { applicationName: 'stalled' }).with({ host: proxy.host, port: proxy.port }),
       );
-      expect(await pool.switchTo(configFor(cluster, { applicationName: 'newer' }))).toBe(true);
+      await step(pool, proxy);
       await pool.end();
       expect(await stalled).toBe(false);
       expect(pool.totalCount).toBe(0);
@@ -368,26 +358,27 @@ describe('stalled handshakes', () => {
     } finally {
       await proxy.close();
     }
+  }
+
+  it('end() does not hang on a candidate whose connection never completes its handshake', async () => {
+    const hotload = { verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 100, verifyTimeoutMillis: 200 };
+    await endAfterStalledSwitch(hotload, async (pool) => {
+      await nextEvent(pool, 'verifyFailed');
+    });
+  });
+
+  // In the next two the verify timeout is far off: only end() (or a newer switch) can stop
+  // the stalled candidate's connect.
+  it('end() does not wait for a superseded candidate still connecting', async () => {
+    await endAfterStalledSwitch({ verifyTimeoutMillis: 600_000 }, async (pool) => {
+      expect(await pool.switchTo(configFor(cluster, { applicationName: 'newer' }))).toBe(true);
+    });
   });
 
   it('end() does not wait for the verify timeout of a pending switch', async () => {
-    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
-    try {
-      // The verify timeout is far off: only cancelling the switch can stop its connect.
-      const pool = new Pool({ ...cluster.connectionConfig(), hotload: { verifyTimeoutMillis: 600_000 } });
-      await pool.query('SELECT 1');
-      proxy.stall();
-      const stalled = pool.switchTo(
-        configFor(cluster, { applicationName: 'stalled' }).with({ host: proxy.host, port: proxy.port }),
-      );
+    await endAfterStalledSwitch({ verifyTimeoutMillis: 600_000 }, async (_pool, proxy) => {
       await eventuallyTrue(() => proxy.connectionCount === 1); // the candidate is connecting
-      await pool.end();
-      expect(await stalled).toBe(false);
-      expect(pool.totalCount).toBe(0);
-      expect(pool.otherGenerations).toEqual([]);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 });
 
