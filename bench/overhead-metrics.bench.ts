@@ -18,10 +18,9 @@ import {
   runLoops,
   writeSuperuserSecret,
 } from './support/alternating-rounds.js';
+import { builtHotloadPg } from './support/built-hotload-pg.js';
 
-// The built packages, as users run them (see overhead.bench.ts); `npm run bench` builds first.
-const distUrl = new URL('../packages/hotload-pg/dist/index.js', import.meta.url).href;
-const { Pool: HotloadPool } = (await import(distUrl)) as typeof import('hotload-pg');
+const { Pool: HotloadPool } = builtHotloadPg;
 
 const CONCURRENCY = 16;
 const ROUNDS = 9;

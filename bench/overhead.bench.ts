@@ -18,12 +18,9 @@ import {
   runLoops,
   writeSuperuserSecret,
 } from './support/alternating-rounds.js';
+import { builtHotloadPg } from './support/built-hotload-pg.js';
 
-// The built package, as users run it: tsx would load hotload-pg's TypeScript sources with
-// esbuild's keepNames wrappers around every closure, a cost pg (plain JS) does not pay.
-// `npm run bench` builds the packages first.
-const distUrl = new URL('../packages/hotload-pg/dist/index.js', import.meta.url).href;
-const { Pool: HotloadPool } = (await import(distUrl)) as typeof import('hotload-pg');
+const { Pool: HotloadPool } = builtHotloadPg;
 
 const CONCURRENCY = 16;
 const WAITERS_CONCURRENCY = 32;
