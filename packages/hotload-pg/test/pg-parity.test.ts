@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { AtomicSecretWriter, SourceError } from 'hotload-core';
-import { Pool, type PoolConfig } from 'hotload-pg';
+import { Pool } from 'hotload-pg';
 import { FaultProxy, nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
