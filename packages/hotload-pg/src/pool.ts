@@ -176,11 +176,17 @@ export class Pool extends pg.Pool {
 
   /**
    * Creates a pool and waits until its source has been read (see {@link Pool.ready}).
-   * Rejects with the source's `SourceError` if it is invalid.
+   * Rejects with the source's `SourceError` if there is no valid config (the pool is
+   * ended then): for programs that would rather fail at start-up than wait for one.
    */
   static async create(config?: PoolConfig): Promise<Pool> {
     const pool = new this(config);
-    await pool.ready();
+    try {
+      await pool.ready();
+    } catch (error) {
+      await pool.end(); // the caller never gets it: stop its watcher
+      throw error;
+    }
     return pool;
   }
 
