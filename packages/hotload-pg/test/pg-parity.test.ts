@@ -156,6 +156,37 @@ describe('credentials refused while the secret is behind (the one intended diffe
     await fixture.cluster.query("ALTER ROLE parity PASSWORD 'parity_pw_0'");
   });
 
+  it('re-reads the source at once when the database refuses the credentials (no file event needed)', async () => {
+    // A libpq-environment source: a new PGPASSWORD in its env object makes no file event,
+    // so only the re-read on the refused login can find it.
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'env_1'");
+    const connection = fixture.cluster.connectionConfig();
+    const env = {
+      PGHOST: connection.host,
+      PGPORT: String(connection.port),
+      PGUSER: 'parity',
+      PGPASSWORD: 'env_1',
+      PGDATABASE: 'postgres',
+      PGPASSFILE: join(fixture.dir, '..', 'pgpass'),
+    };
+    const pool = new Pool({
+      max: 2,
+      hotload: { source: { libpqEnv: true, env }, credentialWaitMillis: 30_000 },
+    });
+    onTestFinished(() => pool.end());
+    const held = await pool.connect();
+    const first = pool.generation;
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'env_2'");
+    env.PGPASSWORD = 'env_2';
+    const switched = nextEvent(pool, 'switch');
+    const query = pool.query('SELECT current_user AS u');
+    await switched;
+    expect((await query).rows).toEqual([{ u: 'parity' }]);
+    expect(pool.generation).toBeGreaterThan(first ?? 0);
+    held.release();
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'parity_pw_0'");
+  });
+
   it('gives up after credentialWaitMillis with the database’s error when nothing comes', async () => {
     await fixture.cluster.query("ALTER ROLE parity PASSWORD 'stuck_1'");
     await fixture.writer.write(fixture.secret('stuck_1'));
