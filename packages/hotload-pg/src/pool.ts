@@ -45,12 +45,19 @@ interface Waiter {
   timer: NodeJS.Timeout | undefined;
   /** Answered (served, failed or timed out): a late client goes straight back. */
   settled: boolean;
+  /**
+   * Asked while there was no generation yet and within `max`: pg.Pool would be opening a
+   * connection for it, so its timeout is pg's connection timeout, not the queue's.
+   */
+  readonly connecting: boolean;
   /** Fails it with the refused login's error once `credentialWaitMillis` ran out. */
   credentialTimer: NodeJS.Timeout | undefined;
 }
 
 /** pg-pool's error for a checkout not served within `connectionTimeoutMillis`. */
 const CONNECT_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
+/** pg-pool's error for a new connection not made within `connectionTimeoutMillis`. */
+const CONNECTION_TIMEOUT_MESSAGE = 'Connection terminated due to connection timeout';
 /** pg-pool's error for work asked after `end()`. */
 const ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
 
@@ -421,13 +428,15 @@ export class Pool extends pg.Pool {
       process.nextTick(() => callback(error, undefined, noop));
       return;
     }
-    this.#waiters.push(this.#newWaiter(callback, performance.now()));
+    const connecting = current === undefined && this.#waiters.length < this.options.max;
+    this.#waiters.push(this.#newWaiter(callback, performance.now(), connecting));
   }
 
-  #newWaiter(callback: CheckoutCallback, startedAt: number): Waiter {
+  #newWaiter(callback: CheckoutCallback, startedAt: number, connecting = false): Waiter {
     const waiter: Waiter = {
       callback,
       startedAt,
+      connecting,
       timer: undefined,
       settled: false,
       credentialTimer: undefined,
@@ -435,7 +444,8 @@ export class Pool extends pg.Pool {
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
       const left = Math.max(0, timeout - (performance.now() - startedAt));
-      waiter.timer = setTimeout(() => this.#settle(waiter, new Error(CONNECT_TIMEOUT_MESSAGE)), left);
+      const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
+      waiter.timer = setTimeout(() => this.#settle(waiter, new Error(message)), left);
       waiter.timer.unref();
     }
     return waiter;

@@ -126,6 +126,32 @@ describe('checkout failures fail like pg.Pool', () => {
   });
 });
 
+describe('connection timeout of a first checkout', () => {
+  it("a pool's first connection that never completes its handshake fails with pg's connection timeout, before the first read too", async () => {
+    const proxy = await FaultProxy.start({ host: fixture.cluster.host, port: fixture.cluster.port });
+    onTestFinished(() => proxy.close());
+    await fixture.writer.write(
+      fixture.secret('parity_pw_0', { hostname: proxy.host, port: String(proxy.port) }),
+    );
+    const connection = fixture.cluster.connectionConfig({ user: 'parity', password: 'parity_pw_0' });
+    proxy.stall();
+    const options = { connectionTimeoutMillis: 300 };
+    const made: pg.Pool[] = [
+      new pg.Pool({ ...connection, host: proxy.host, port: proxy.port, ...options }),
+      new Pool({ ...options, hotload: { source: { secretDirectory: fixture.dir } } }),
+    ];
+    onTestFinished(async () => {
+      await proxy.resume();
+      await Promise.all(made.map((pool) => pool.end()));
+    });
+    const results = await Promise.all(made.map((pool) => outcome(pool.query('SELECT 1'))));
+    expect(results[1]).toEqual(results[0]);
+    expect(results[0]).toEqual({
+      error: { name: 'Error', message: 'Connection terminated due to connection timeout', code: undefined },
+    });
+  });
+});
+
 describe('credentials refused while the secret is behind (the one intended difference)', () => {
   it('waits for a client of the generation when the database refuses the old password; pg.Pool fails', async () => {
     await fixture.cluster.query("ALTER ROLE parity PASSWORD 'behind_1'");
