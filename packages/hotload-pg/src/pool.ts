@@ -40,9 +40,9 @@ import { type NodeCallback, promisify } from './promisify.js';
  */
 interface Waiter {
   readonly callback: CheckoutCallback;
-  /** `performance.now()` at the checkout call. */
-  readonly startedAt: number;
   timer: NodeJS.Timeout | undefined;
+  /** In the pool's queue (so answering it must take it out). */
+  queued: boolean;
   /** Answered (served, failed or timed out): a late client goes straight back. */
   settled: boolean;
   /**
@@ -91,8 +91,6 @@ export class Pool extends pg.Pool {
   readonly #generations = new Set<Generation>();
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiters: Waiter[] = [];
-  /** The waiter behind each callback handed to a generation (to requeue it with its timer). */
-  readonly #waiterOf = new WeakMap<CheckoutCallback, Waiter>();
   #current: Generation | undefined;
   declare [baseOptions]: pg.PoolOptions;
   #nextId = 1;
@@ -429,23 +427,28 @@ export class Pool extends pg.Pool {
       return;
     }
     const connecting = current === undefined && this.#waiters.length < this.options.max;
-    this.#waiters.push(this.#newWaiter(callback, performance.now(), connecting));
+    this.#queue(this.#newWaiter(callback, connecting));
   }
 
-  #newWaiter(callback: CheckoutCallback, startedAt: number, connecting = false): Waiter {
+  #queue(waiter: Waiter, first = false): void {
+    waiter.queued = true;
+    if (first) this.#waiters.unshift(waiter);
+    else this.#waiters.push(waiter);
+  }
+
+  #newWaiter(callback: CheckoutCallback, connecting = false): Waiter {
     const waiter: Waiter = {
       callback,
-      startedAt,
       connecting,
+      queued: false,
       timer: undefined,
       settled: false,
       credentialTimer: undefined,
     };
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
-      const left = Math.max(0, timeout - (performance.now() - startedAt));
       const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
-      waiter.timer = setTimeout(() => this.#settle(waiter, new Error(message)), left);
+      waiter.timer = setTimeout(() => this.#settle(waiter, new Error(message)), timeout);
       waiter.timer.unref();
     }
     return waiter;
@@ -460,8 +463,10 @@ export class Pool extends pg.Pool {
     waiter.settled = true;
     clearTimeout(waiter.timer);
     clearTimeout(waiter.credentialTimer);
-    const index = this.#waiters.indexOf(waiter);
-    if (index !== -1) this.#waiters.splice(index, 1);
+    if (waiter.queued) {
+      waiter.queued = false;
+      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+    }
     waiter.callback(err, client, release);
   }
 
@@ -471,14 +476,15 @@ export class Pool extends pg.Pool {
     if (current === undefined) return;
     while (this.#waiters.length > 0 && current.hasCapacity()) {
       const waiter = this.#waiters.shift()!;
-      const deliver: CheckoutCallback = (err, client, release) => this.#settle(waiter, err, client, release);
-      this.#waiterOf.set(deliver, waiter);
-      current.checkout(deliver);
+      waiter.queued = false;
+      // The waiter goes along as context: a failed connect may queue it again, timer running.
+      current.checkout((err, client, release) => this.#settle(waiter, err, client, release), false, waiter);
     }
   }
 
   #failWaiters(error: Error): void {
     for (const waiter of this.#waiters.splice(0)) {
+      waiter.queued = false;
       process.nextTick(() => this.#settle(waiter, error));
     }
   }
@@ -490,8 +496,8 @@ export class Pool extends pg.Pool {
     onClosed: (generation) => {
       this.#generations.delete(generation);
     },
-    onConnectFailed: (generation, err, callback, startedAt) =>
-      this.#requeueAfterConnectFailure(generation, err, callback, startedAt),
+    onConnectFailed: (generation, err, callback, context) =>
+      this.#requeueAfterConnectFailure(generation, err, callback, context as Waiter | undefined),
     onError: (generation, err) => {
       if (generation === this.#current && !this.#reselecting && isFailoverSignal(err)) {
         const settings = this.#settingsOf.get(generation);
@@ -529,14 +535,16 @@ export class Pool extends pg.Pool {
     generation: Generation,
     err: Error,
     callback: CheckoutCallback,
-    startedAt: number,
+    queuedBefore: Waiter | undefined,
   ): boolean {
     if (this.ending) return false;
     const serving = generation === this.#current;
     if (serving && (this.#watcher === undefined || !isCredentialFailure(err) || generation.live === 0)) {
       return false;
     }
-    const waiter = this.#waiterOf.get(callback) ?? this.#newWaiter(callback, startedAt);
+    // A checkout that went straight to the generation gets its clock now: its own connect
+    // was bounded by connectionTimeoutMillis already (no time is read on that hot path).
+    const waiter = queuedBefore ?? this.#newWaiter(callback);
     if (serving) {
       if (waiter.credentialTimer === undefined) {
         waiter.credentialTimer = setTimeout(
@@ -549,7 +557,7 @@ export class Pool extends pg.Pool {
       this.#pauseAfterCredentialFailure(generation);
     }
     if (waiter.settled) return true; // timed out meanwhile: answered already
-    this.#waiters.unshift(waiter);
+    this.#queue(waiter, true);
     return true;
   }
 
