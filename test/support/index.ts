@@ -16,7 +16,12 @@ export {
 export { type AppDatabaseSuite, useAppDatabases } from './app-database-suite.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
-export { type EventSource, nextEvent } from './next-event.js';
+export {
+  DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS,
+  type EventSource,
+  type NextEventOptions,
+  nextEvent,
+} from './next-event.js';
 export { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
 export {
   CLUSTER_DIR_PREFIX,
