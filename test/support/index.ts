@@ -30,4 +30,5 @@ export {
   PostgresCluster,
   startCluster,
 } from './postgres-cluster.js';
+export { findLeaks, leakForms, renderings } from './secret-scan.js';
 export { WorkerLoad } from './worker-load.js';
