@@ -9,8 +9,10 @@ export {
   createAppDatabase,
   newPassword,
   SecretDirectory,
+  type ServerAddress,
   sessionsOf,
   sessionsOfAfterExit,
+  sessionsStartedBeforeAfterExit,
   setPassword,
 } from './app-database.js';
 export { type AppDatabaseSuite, useAppDatabases } from './app-database-suite.js';
@@ -21,6 +23,7 @@ export {
   type EventSource,
   type NextEventOptions,
   nextEvent,
+  untilHolds,
 } from './next-event.js';
 export { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
 export {

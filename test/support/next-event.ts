@@ -51,3 +51,23 @@ export function nextEvent<T>(
   waiting.catch(() => undefined);
   return waiting;
 }
+
+/**
+ * Resolves once `holds()` is true: at once if it already is, else at the first `event` of
+ * `emitter` after which it is. Rejects after the timeout with an error that says what was
+ * awaited (`what`), so a wait for a state never reached fails loudly instead of running on.
+ */
+export async function untilHolds(
+  emitter: EventSource<unknown>,
+  event: string,
+  holds: () => boolean,
+  what: string,
+  options: NextEventOptions = {},
+): Promise<void> {
+  if (holds()) return;
+  try {
+    await nextEvent(emitter, event, () => holds(), options);
+  } catch (error) {
+    throw new Error(`${what}: ${(error as Error).message}`);
+  }
+}

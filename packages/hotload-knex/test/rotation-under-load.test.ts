@@ -1,17 +1,32 @@
 import { createHotloadKnex, type HotloadKnex } from 'hotload-knex';
 import {
   type AppUser,
+  FaultProxy,
   findLeaks,
   newPassword,
   type PostgresCluster,
+  type ServerAddress,
   sessionsOfAfterExit,
+  sessionsStartedBeforeAfterExit,
   setPassword,
+  untilHolds,
   useAppDatabases,
 } from 'hotload-test-support';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent, QueryLoad, recordEvents } from './knex-helpers.js';
 
 const WORKERS = 4;
+
+/** The members of Knex's tarn pool these tests read (its public counters and events). */
+interface TarnPool {
+  numPendingCreates(): number;
+  numUsed(): number;
+  numFree(): number;
+  on(event: string, listener: (payload: unknown) => void): unknown;
+  removeListener(event: string, listener: (payload: unknown) => void): unknown;
+}
+
+const tarnPoolOf = (db: HotloadKnex) => db.client.pool as unknown as TarnPool;
 
 describe('Knex under load while credentials rotate', () => {
   const { secret, passwords, clusters } = useAppDatabases();
@@ -20,35 +35,60 @@ describe('Knex under load while credentials rotate', () => {
     cluster = clusters[0]!;
   });
 
+  /**
+   * One rotation the way the claim reconciler does it (the server first, then the secret)
+   * to `user` with a fresh password; returns once the old generation drained, checking
+   * that the new one serves `user` and that no session made with the old config is left
+   * (on every rotation, whether the user changed or only the password).
+   */
+  async function rotate(
+    db: HotloadKnex,
+    server: ServerAddress,
+    user: AppUser,
+    betweenServerAndSecret: () => void = () => undefined,
+  ): Promise<void> {
+    const password = newPassword();
+    everyPassword.push(password);
+    await setPassword(cluster, user, password);
+    passwords[user] = password;
+    betweenServerAndSecret();
+    const retiring = db.hotload.generation;
+    const switched = nextEvent(db.hotload, 'switch');
+    // listening from now: a generation with no connection left reports drained at once
+    const drained = nextEvent(db.hotload, 'drained', (event) => event.generation === retiring);
+    const secretWrittenAt = new Date();
+    await secret.write(server, user, password);
+    const { generation, previousGeneration, user: switchedTo } = await switched;
+    expect(switchedTo).toBe(user);
+    expect(previousGeneration).toBe(retiring);
+    await drained;
+    expect(db.hotload.generation).toBe(generation);
+    expect(await sessionsStartedBeforeAfterExit(cluster, secretWrittenAt)).toBe(0);
+  }
+  const everyPassword: string[] = [];
+
   it('fails no query across password rotations and login-user switches, and leaves no old session', async () => {
+    everyPassword.push(passwords.app_a, passwords.app_b);
     const db: HotloadKnex = await createHotloadKnex({
       hotload: { source: { secretDirectory: secret.path } },
       pool: { min: 0, max: WORKERS },
     });
     const events = recordEvents(db.hotload);
-    const everyPassword: string[] = [passwords.app_a, passwords.app_b];
     const load = new QueryLoad(db, WORKERS);
     try {
       await load.moreSucceeded(50);
       let active: AppUser = 'app_a';
-      // Each step: either a rotation of the active user's password (the server first,
-      // then the secret), or a switch to the other user with a fresh password (what the
-      // claim reconciler does).
+      // Each step: either a rotation of the active user's password, or a switch to the
+      // other user with a fresh password (what the claim reconciler does).
       const steps: Array<'rotate' | 'switch'> = ['rotate', 'switch', 'switch', 'rotate', 'switch'];
       for (const step of steps) {
         const previousUser: AppUser = active;
         if (step === 'switch') active = active === 'app_a' ? 'app_b' : 'app_a';
-        const password = newPassword();
-        everyPassword.push(password);
-        await waitForSteadyPool(db);
-        await setPassword(cluster, active, password);
-        const switched = nextEvent(db.hotload, 'switch');
-        await secret.write(cluster, active, password);
-        const { generation, previousGeneration, user } = await switched;
-        expect(user).toBe(active);
-        await nextEvent(db.hotload, 'drained', (event) => event.generation === previousGeneration);
+        // A same-user rotation on a full pool that opens no more connections; the case of
+        // a pool still opening connections is the next test.
+        await steadyPool(db);
+        await rotate(db, cluster, active);
         await load.moreSucceeded(50);
-        expect(db.hotload.generation).toBe(generation);
         if (previousUser !== active) expect(await sessionsOfAfterExit(cluster, previousUser)).toBe(0);
       }
     } finally {
@@ -61,16 +101,55 @@ describe('Knex under load while credentials rotate', () => {
     expect(await sessionsOfAfterExit(cluster, 'app_a')).toBe(0);
     expect(await sessionsOfAfterExit(cluster, 'app_b')).toBe(0);
   });
+
+  // SKIPPED, known defect: the server changes first, so a connection that is still opening
+  // with the old password is refused (28P01) and Knex fails the query waiting for it
+  // (tarn's propagateCreateError). hotload-pg passes the same case (TypeORM's
+  // rotation-under-load test): Knex needs what it does, a failed connect retried on the
+  // generation the secret brings, which issue 15's shared lifecycle gives every driver. Run it with `it` to see
+  // the failures (through the latency proxy they read "Connection terminated unexpectedly",
+  // as the proxy forwards the server's close ahead of its delayed error message).
+  it.skip('fails no query when the password rotates while the pool is still opening connections', async () => {
+    // Every byte to and from the server is delayed, so each connection takes a few hundred
+    // ms to open: the rotation lands while the pool is opening its connections.
+    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
+    await secret.write(proxy, 'app_a', passwords.app_a);
+    const db: HotloadKnex = await createHotloadKnex({
+      hotload: { source: { secretDirectory: secret.path } },
+      pool: { min: 0, max: WORKERS },
+    });
+    const events = recordEvents(db.hotload);
+    let load: QueryLoad | undefined;
+    try {
+      const pool = tarnPoolOf(db);
+      proxy.setLatency(100);
+      load = new QueryLoad(db, WORKERS);
+      await untilHolds(
+        pool,
+        'createRequest',
+        () => pool.numPendingCreates() > 0,
+        'the pool opening connections',
+      );
+      await rotate(db, proxy, 'app_a', () => expect(pool.numPendingCreates()).toBeGreaterThan(0));
+      proxy.setLatency(0);
+      await load.moreSucceeded(50);
+    } finally {
+      await load?.stop();
+      await db.destroy();
+      await proxy.close();
+      await secret.write(cluster, 'app_a', passwords.app_a);
+    }
+    expect(load?.failures.map((e) => `${(e as { code?: string }).code} ${e.message}`)).toEqual([]);
+    expect(findLeaks(events, everyPassword)).toEqual([]);
+  });
 });
 
 /**
- * Waits (bounded) until the pool holds its full `WORKERS` connections and opens none. A
- * same-user rotation changes the password on the server before the secret: a connection
- * being opened with the old password in between would fail, as it would for any client.
- * With as many connections as workers and `max` equal to that, the pool opens no more.
+ * Resolves once the pool holds its full `WORKERS` connections and opens none (with `max`
+ * equal to the workers, it then opens no more); fails, naming the state, if it never does.
  */
-async function waitForSteadyPool(db: HotloadKnex): Promise<void> {
-  const pool = db.client.pool as { numPendingCreates(): number; numUsed(): number; numFree(): number };
+async function steadyPool(db: HotloadKnex): Promise<void> {
+  const pool = tarnPoolOf(db);
   const steady = () => pool.numPendingCreates() === 0 && pool.numUsed() + pool.numFree() === WORKERS;
-  for (let i = 0; i < 1000 && !steady(); i++) await new Promise((r) => setTimeout(r, 5));
+  await untilHolds(pool, 'createSuccess', steady, `a steady pool of ${WORKERS} connections`);
 }
