@@ -25,7 +25,7 @@ export {
   nextEvent,
   untilHolds,
 } from './next-event.js';
-export { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
+export { locatePostgresBinaries, type PostgresBinaries, unprivilegedUser } from './postgres-binaries.js';
 export {
   CLUSTER_DIR_PREFIX,
   type ClusterOptions,
