@@ -15,7 +15,7 @@ export {
   sessionsStartedBeforeAfterExit,
   setPassword,
 } from './app-database.js';
-export { type AppDatabaseSuite, useAppDatabases } from './app-database-suite.js';
+export { type AppDatabaseSuite, type RotatingDriver, useAppDatabases } from './app-database-suite.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
 export {
