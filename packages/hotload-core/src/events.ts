@@ -9,7 +9,10 @@ export interface ChangeEvent {
   readonly config: ConnectionConfig;
   /** ms since epoch: the newest mtime among the files read (when the file changed). */
   readonly changedAt: number;
-  /** ms since epoch: when the watcher saw the first file-system event of this change. */
+  /**
+   * ms since epoch: when the watcher saw the first file-system event of this change (a
+   * poll's stat comparison in `'polling'` mode, the resync tick when only the resync found it).
+   */
   readonly detectedAt: number;
   /** ms since epoch: when the change event was emitted. */
   readonly emittedAt: number;
