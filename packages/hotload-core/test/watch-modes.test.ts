@@ -6,7 +6,7 @@
  * edit inside the `..data` folder, a level below what the event watch covers.
  */
 import { EventEmitter, once } from 'node:events';
-import { readlink, writeFile } from 'node:fs/promises';
+import { readlink, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -50,10 +50,14 @@ async function startWatching(
   return { watcher, log };
 }
 
-/** Rewrites the password file in place inside the current `..data` folder (no swap, no event the watch covers). */
+/**
+ * Replaces the password file inside the current `..data` folder (written aside, renamed
+ * over, so no read sees it half-written): no swap, and no event the watch covers.
+ */
 async function editInsideDataFolder(password: string): Promise<void> {
-  const dataFolder = await readlink(join(dir, '..data'));
-  await writeFile(join(dir, dataFolder, 'password'), password);
+  const dataFolder = join(dir, await readlink(join(dir, '..data')));
+  await writeFile(join(dataFolder, 'password.new'), password);
+  await rename(join(dataFolder, 'password.new'), join(dataFolder, 'password'));
 }
 
 /** A secret directory source that announces every read it does (`read` event). */
@@ -82,8 +86,11 @@ describe('SourceWatcher when file events do not come', () => {
     const withoutResync = await startWatching({ resyncIntervalMillis: 0 });
     await editInsideDataFolder('edited-in-place');
     expect((await withResync.log.nextChange()).config.password).toBe('edited-in-place');
+    await editInsideDataFolder('one');
+    expect((await withResync.log.nextChange()).config.password).toBe('one');
     // A swap the event watch does see: the watcher without the safety net goes from 'one'
-    // straight to 'two', so it never saw the in-place edit.
+    // straight to 'two', so it never saw the in-place edit while it lasted. (A read caused
+    // by the swap's first events may see the old folder, but that holds 'one' again.)
     await writeSecretAtomically(dir, toSecretFiles(config('two')));
     const next = await withoutResync.log.nextChange();
     expect(next.config.password).toBe('two');
