@@ -90,9 +90,7 @@ describe('Knex under load while credentials rotate', () => {
   // propagateCreateError). hotload-pg passes the same case (TypeORM's rotation-under-load
   // test): it keeps such a request queued for the generation's open clients and the next
   // generation. Knex needs the same, which issue 15's shared lifecycle gives every driver.
-  // Run it with `it` to see the failures (through the latency proxy they read "Connection
-  // terminated unexpectedly": the proxy forwards the server's close ahead of its delayed
-  // error message).
+  // Run it with `it` to see the failures: "password authentication failed for user app_a".
   it.skip('fails no query when the password rotates while the pool is still opening connections', async () => {
     // Every byte to and from the server is delayed, so each connection takes a few hundred
     // ms to open: the rotation lands while the pool is opening its connections.
