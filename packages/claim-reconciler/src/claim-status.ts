@@ -6,6 +6,7 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { StatusStore } from './claim-ports.js';
 import type { DeletionPolicy } from './claim-schema.js';
 import type { StepHook } from './steps.js';
 
@@ -110,4 +111,25 @@ export async function listStatuses(outputDir: string): Promise<Array<{ path: str
     }
   }
   return found;
+}
+
+/** {@link StatusStore} of the folder mode: status files beside the secret folders. */
+export class FolderStatusStore implements StatusStore {
+  constructor(readonly outputDir: string) {}
+
+  read(namespace: string, secretName: string): Promise<ClaimStatus | undefined> {
+    return readStatus(statusPath(this.outputDir, namespace, secretName));
+  }
+
+  write(status: ClaimStatus, step: StepHook | undefined): Promise<boolean> {
+    return writeStatus(statusPath(this.outputDir, status.namespace, status.secretName), status, step);
+  }
+
+  remove(status: ClaimStatus, step: StepHook | undefined): Promise<void> {
+    return removeStatus(statusPath(this.outputDir, status.namespace, status.secretName), status.claim, step);
+  }
+
+  async list(): Promise<ClaimStatus[]> {
+    return (await listStatuses(this.outputDir)).map(({ status }) => status);
+  }
 }
