@@ -18,8 +18,15 @@ export interface SecretSink {
   publishedAt(): Promise<Date | undefined>;
   /** Whether publishing `credentials` with `dsnName` would change anything. */
   differs(credentials: PublishedCredentials, dsnName: string): Promise<boolean>;
-  /** Publishes atomically (a reader sees the old or the new secret, never a mix). */
-  publish(credentials: PublishedCredentials, dsnName: string): Promise<boolean>;
+  /**
+   * Publishes atomically (a reader sees the old or the new secret, never a mix); the
+   * sink's own inner steps, if any, are announced to `onStep` first.
+   */
+  publish(
+    credentials: PublishedCredentials,
+    dsnName: string,
+    onStep?: (action: string) => Promise<void>,
+  ): Promise<boolean>;
   /** Removes the secret. */
   remove(): Promise<void>;
 }

@@ -209,48 +209,52 @@ export async function reconcileClaim(
   const target: InstanceTarget = { label: binding.label, host: binding.host, port: binding.port, fragment };
   const sink = ports.secretFor(claim.namespace, claim.secretName);
   const actions: string[] = [];
-  let phase: 'provision' | 'rotate' = 'provision';
+  // Set inside the locked callback; typed wide so the catch below still tests it.
+  let phase = 'provision' as 'provision' | 'rotate';
   try {
-    const started = performance.now();
-    const names = claimNames(claim.userName, claim.databaseName);
     const master = await context.connections.get(target);
-    const provisioner = Provisioner.create(master, names, claim.key, context.onStep);
-    const ensured = await provisioner.ensure();
-    if (ensured.databaseCreated) {
-      actions.push(`created database ${names.database}`);
-      metrics?.databaseCreated?.();
-    }
-    if (ensured.rolesCreated.length > 0) actions.push(`created roles ${ensured.rolesCreated.join(', ')}`);
-    const usersCreated = ensured.rolesCreated.filter((role) => role !== names.baseRole).length;
-    if (usersCreated > 0) metrics?.usersCreated(usersCreated, (performance.now() - started) / 1000);
+    // One reconciler at a time per claim users on an instance (see claimLockName).
+    return await master.withAdvisoryLock(claimLockName(claim.userName), async () => {
+      const started = performance.now();
+      const names = claimNames(claim.userName, claim.databaseName);
+      const provisioner = Provisioner.create(master, names, claim.key, context.onStep);
+      const ensured = await provisioner.ensure();
+      if (ensured.databaseCreated) {
+        actions.push(`created database ${names.database}`);
+        metrics?.databaseCreated?.();
+      }
+      if (ensured.rolesCreated.length > 0) actions.push(`created roles ${ensured.rolesCreated.join(', ')}`);
+      const usersCreated = ensured.rolesCreated.filter((role) => role !== names.baseRole).length;
+      if (usersCreated > 0) metrics?.usersCreated(usersCreated, (performance.now() - started) / 1000);
 
-    const login: LoginTarget = {
-      host: binding.host,
-      port: binding.port,
-      database: names.database,
-      sslmode: fragment.sslmode,
-    };
-    const observed = await observeCredentials(sink, ports.statuses, claim, login, names);
-    const plan = planCredentials({
-      names,
-      login,
-      observed,
-      now: context.now,
-      settings: config.password,
-      forceRotation,
-    });
-    if (plan.kind === 'wait') return recordClaimError(context, claim, plan.error, binding.label, actions);
-    if (plan.kind === 'rotate') phase = 'rotate';
-    return await applyCredentials(context, {
-      claim,
-      binding,
-      login,
-      provisioner,
-      sink,
-      observed,
-      plan,
-      ensured,
-      actions,
+      const login: LoginTarget = {
+        host: binding.host,
+        port: binding.port,
+        database: names.database,
+        sslmode: fragment.sslmode,
+      };
+      const observed = await observeCredentials(sink, ports.statuses, claim, login, names);
+      const plan = planCredentials({
+        names,
+        login,
+        observed,
+        now: context.now,
+        settings: config.password,
+        forceRotation,
+      });
+      if (plan.kind === 'wait') return recordClaimError(context, claim, plan.error, binding.label, actions);
+      if (plan.kind === 'rotate') phase = 'rotate';
+      return await applyCredentials(context, {
+        claim,
+        binding,
+        login,
+        provisioner,
+        sink,
+        observed,
+        plan,
+        ensured,
+        actions,
+      });
     });
   } catch (error) {
     metrics?.provisioningError();
@@ -283,11 +287,14 @@ async function applyCredentials(context: ClaimContext, input: ApplyInput): Promi
   let userUpdatedAt = status?.userUpdatedAt ?? null;
   let connectionInfoUpdatedAt = status?.connectionInfoUpdatedAt ?? null;
   let setAt: Date | undefined;
+  const announce = async (action: string) => {
+    await onStep?.({ claim: claim.key, action });
+  };
   if (plan.kind === 'rotate') {
     const rotationStarted = performance.now();
     const password = await setVerifiedPassword(provisioner, plan.user, config.password, login);
     await onStep?.({ claim: claim.key, action: 'publish-secret' });
-    await sink.publish({ ...login, username: plan.user, password }, claim.dsnName);
+    await sink.publish({ ...login, username: plan.user, password }, claim.dsnName, announce);
     actions.push(`${plan.reason}: published ${plan.user}`);
     activeUser = plan.user;
     userUpdatedAt = now.toISOString();
@@ -301,7 +308,7 @@ async function applyCredentials(context: ClaimContext, input: ApplyInput): Promi
     if (plan.kind === 'republish') {
       // Same credentials, but the set of keys differs (e.g. a new dsnName).
       await onStep?.({ claim: claim.key, action: 'publish-secret' });
-      await sink.publish(published!, claim.dsnName);
+      await sink.publish(published!, claim.dsnName, announce);
       actions.push('republished secret keys');
       connectionInfoUpdatedAt = now.toISOString();
       result = 'updated';
@@ -407,6 +414,11 @@ export async function recordClaimError(
     },
     error,
   };
+}
+
+/** The advisory lock name of a claim's users (`userName`, `_a`, `_b`) on an instance. */
+export function claimLockName(userName: string): string {
+  return `claim-users:${userName}`;
 }
 
 function isCredentialRejection(code: string | undefined): boolean {

@@ -4,6 +4,8 @@
  * database lives so that instance changes and deletions can be handled after the claim
  * itself has changed or disappeared. It never holds a password.
  */
+
+import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { StatusStore } from './claim-ports.js';
@@ -81,12 +83,19 @@ export async function writeStatus(
   const text = `${JSON.stringify(status, null, 2)}\n`;
   const current = await readFile(path, 'utf8').catch(() => undefined);
   if (current === text) return false;
-  const temp = `${path}.tmp`;
+  // A name of its own per write: two reconcilers writing the same status never rename
+  // each other's temp file away.
+  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   await step?.({ claim: status.claim, action: 'write-status' });
   await mkdir(dirname(path), { recursive: true });
   await writeFile(temp, text, { mode: 0o600 });
   await step?.({ claim: status.claim, action: 'rename-status' });
-  await rename(temp, path);
+  try {
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
   return true;
 }
 

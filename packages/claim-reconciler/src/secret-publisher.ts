@@ -53,6 +53,7 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
 /** Reads, writes and removes one claim's secret folder: the folder mode's {@link SecretSink}. */
 export class SecretPublisher implements SecretSink {
   readonly #writer: AtomicSecretWriter;
+  #swept = false;
 
   constructor(readonly directory: string) {
     this.#writer = new AtomicSecretWriter(directory, { fileMode: SECRET_FILE_MODE });
@@ -62,9 +63,17 @@ export class SecretPublisher implements SecretSink {
     return this.directory;
   }
 
-  /** What the secret holds now, or undefined when there is none or it is incomplete. */
+  /**
+   * What the secret holds now, or undefined when there is none or it is incomplete. The
+   * first read also sweeps what a writer killed mid-publish left (timestamped folders
+   * `..data` does not point to, which may hold a previous password that still works).
+   */
   async read(): Promise<PublishedCredentials | undefined> {
     let files: Record<string, Buffer>;
+    if (!this.#swept) {
+      await this.#writer.sweep();
+      this.#swept = true;
+    }
     try {
       files = await this.#writer.read();
     } catch {
@@ -99,9 +108,18 @@ export class SecretPublisher implements SecretSink {
     }
   }
 
-  /** Publishes atomically; resolves false when the content was already exactly this. */
-  async publish(credentials: PublishedCredentials, dsnName: string): Promise<boolean> {
-    const result = await this.#writer.write(secretFiles(credentials, dsnName));
+  /**
+   * Publishes atomically; resolves false when the content was already exactly this. The
+   * writer's inner steps are announced to `onStep` as `publish-secret:<step>`.
+   */
+  async publish(
+    credentials: PublishedCredentials,
+    dsnName: string,
+    onStep?: (action: string) => Promise<void>,
+  ): Promise<boolean> {
+    const result = await this.#writer.write(secretFiles(credentials, dsnName), {
+      onStep: (step) => onStep?.(`publish-secret:${step}`),
+    });
     return result.changed;
   }
 
