@@ -10,6 +10,7 @@ import { claimLockName } from './claim-reconcile.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
 import { retryable } from './reconcile-result.js';
+import { performStep } from './steps.js';
 
 /**
  * Deletes what the claim of `status` left behind, holding the claim's advisory lock (as
@@ -54,8 +55,7 @@ async function deleteUnlocked(context: ClaimContext, status: ClaimStatus): Promi
   const actions: string[] = [];
   const base = { claim: status.claim, actions, secretDirectory: sink.location };
   try {
-    await onStep?.({ claim: status.claim, action: 'remove-secret' });
-    await sink.remove();
+    if (await performStep(onStep, { claim: status.claim, action: 'remove-secret' })) await sink.remove();
     actions.push('removed secret');
     const bindings = status.binding ? [status.binding, ...status.retired] : [...status.retired];
     const remaining = await cleanUpBindings(context, status.claim, bindings, actions);

@@ -27,6 +27,10 @@ export interface SecretSink {
     dsnName: string,
     onStep?: (action: string) => Promise<void>,
   ): Promise<boolean>;
+  /** Leftovers of a publish that was killed midway (names), empty when none. */
+  stale(): Promise<string[]>;
+  /** Removes those leftovers. */
+  sweep(): Promise<void>;
   /** Removes the secret. */
   remove(): Promise<void>;
 }

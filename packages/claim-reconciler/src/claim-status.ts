@@ -10,7 +10,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { dirname, join } from 'node:path';
 import type { StatusStore } from './claim-ports.js';
 import type { DeletionPolicy } from './claim-schema.js';
-import type { StepHook } from './steps.js';
+import { performStep, type StepHook } from './steps.js';
 
 /** Suffix of status files; secret names may not contain it. */
 export const STATUS_SUFFIX = '.status.json';
@@ -86,7 +86,7 @@ export async function writeStatus(
   // A name of its own per write: two reconcilers writing the same status never rename
   // each other's temp file away.
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  await step?.({ claim: status.claim, action: 'write-status' });
+  if (!(await performStep(step, { claim: status.claim, action: 'write-status' }))) return true;
   await mkdir(dirname(path), { recursive: true });
   await writeFile(temp, text, { mode: 0o600 });
   await step?.({ claim: status.claim, action: 'rename-status' });
@@ -101,8 +101,7 @@ export async function writeStatus(
 
 /** Removes a status file (the last step of a deletion). */
 export async function removeStatus(path: string, claim: string, step: StepHook | undefined): Promise<void> {
-  await step?.({ claim, action: 'remove-status' });
-  await rm(path, { force: true });
+  if (await performStep(step, { claim, action: 'remove-status' })) await rm(path, { force: true });
 }
 
 /** Every status file under `outputDir` (`<namespace>/<secretName>.status.json`). */

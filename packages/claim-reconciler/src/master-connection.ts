@@ -116,7 +116,7 @@ export class MasterConnection {
   }
 }
 
-/** Opens master connections on demand, one per instance and login, and closes them all. */
+/** Opens master connections on demand, one per fragment key and instance, and closes them all. */
 export class MasterConnections {
   readonly #open = new Map<string, Promise<MasterConnection>>();
 
@@ -124,7 +124,9 @@ export class MasterConnections {
 
   /** The connection for `target`, reading the master password on first use. */
   get(target: InstanceTarget): Promise<MasterConnection> {
-    const key = `${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
+    // Per fragment key, even when two keys share user, host and sslmode: each logs in with
+    // its own password file, so a wrong one is found rather than hidden by the other's.
+    const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
     let connection = this.#open.get(key);
     if (!connection) {
       connection = readMasterPassword(target.fragment).then(

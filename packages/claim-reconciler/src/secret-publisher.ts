@@ -53,7 +53,6 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
 /** Reads, writes and removes one claim's secret folder: the folder mode's {@link SecretSink}. */
 export class SecretPublisher implements SecretSink {
   readonly #writer: AtomicSecretWriter;
-  #swept = false;
 
   constructor(readonly directory: string) {
     this.#writer = new AtomicSecretWriter(directory, { fileMode: SECRET_FILE_MODE });
@@ -63,17 +62,9 @@ export class SecretPublisher implements SecretSink {
     return this.directory;
   }
 
-  /**
-   * What the secret holds now, or undefined when there is none or it is incomplete. The
-   * first read also sweeps what a writer killed mid-publish left (timestamped folders
-   * `..data` does not point to, which may hold a previous password that still works).
-   */
+  /** What the secret holds now, or undefined when there is none or it is incomplete. */
   async read(): Promise<PublishedCredentials | undefined> {
     let files: Record<string, Buffer>;
-    if (!this.#swept) {
-      await this.#writer.sweep();
-      this.#swept = true;
-    }
     try {
       files = await this.#writer.read();
     } catch {
@@ -135,6 +126,16 @@ export class SecretPublisher implements SecretSink {
     const keys = Object.keys(wanted);
     if (Object.keys(current).length !== keys.length) return true;
     return keys.some((key) => current[key]?.toString('utf8') !== wanted[key]);
+  }
+
+  /** What a publish killed midway left: folders `..data` does not point to. */
+  stale(): Promise<string[]> {
+    return this.#writer.staleEntries();
+  }
+
+  /** Removes what {@link stale} lists (it may hold a previous password that still works). */
+  async sweep(): Promise<void> {
+    await this.#writer.sweep();
   }
 
   /** Removes the secret folder. */
