@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { STATUS_SUFFIX } from './claim-status.js';
-import { type Problem, problemsFromZod } from './problems.js';
+import { type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import {
   assertSafeIdentifier,
   assertSafeRoleName,
@@ -157,7 +157,7 @@ export function parseClaims(text: string, file: string): LoadedClaims {
         severity: 'error',
         file,
         path: where,
-        message: `invalid YAML: ${document.errors[0]?.message}`,
+        message: yamlErrorText(document.errors[0]?.message),
       });
       return;
     }

@@ -86,3 +86,8 @@ export function describeField(path: string, message: string): string {
   if (!path) return message;
   return /^(is|must|has|needs) /.test(message) ? `${path} ${message}` : `${path}: ${message}`;
 }
+
+/** A YAML parser message on one line: its code frame (which may quote a secret) dropped. */
+export function yamlErrorText(message: string | undefined): string {
+  return `invalid YAML: ${(message ?? 'unreadable').split('\n')[0]!.replace(/:$/, '')}`;
+}

@@ -10,7 +10,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { type DeletionPolicy, parseDeletionPolicy } from './claim-schema.js';
-import { describeField, type Problem, problemsFromZod } from './problems.js';
+import { describeField, type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import { assertSafeIdentifier, UnsafeIdentifierError } from './sql-identifiers.js';
 
 /** libpq `sslmode` values accepted for master connections and written to secrets. */
@@ -318,7 +318,7 @@ function unwrapConfigMap(
   const first = documents[0];
   if (documents.length !== 1 || first === undefined || first.errors.length > 0) {
     const message = first?.errors[0]?.message ?? 'expected exactly one YAML document';
-    problems.push({ severity: 'error', file, path: '', message: `invalid YAML: ${message}` });
+    problems.push({ severity: 'error', file, path: '', message: yamlErrorText(message) });
     return undefined;
   }
   let value: unknown = first.toJS();
