@@ -7,7 +7,7 @@
 import { mkdir, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseClaims, Reconciler, type Step } from '../src/index.js';
+import { parseClaims, Reconciler, type StepHook } from '../src/index.js';
 import { type CliRun, runCli } from './cli-runner.js';
 import { canLogin, claimYaml, rolesLike, useReconcilerCluster } from './fixtures.js';
 
@@ -156,7 +156,7 @@ describe('--dry-run', () => {
   it('announces the same steps as the real run (library, step hook), for provisioning, rotation and deletion', async () => {
     const outputDir = join(suite.work.path, 'out-dry-diff');
     const { claims } = parseClaims(claimFile('drydiff'), 'drydiff.yaml');
-    const reconciler = (onStep: (step: Step) => void | 'skip') =>
+    const reconciler = (onStep: StepHook) =>
       new Reconciler({ config: suite.config, outputDir, onStep });
     const steps = async (pass: Parameters<Reconciler['reconcile']>, dry: boolean) => {
       const seen: string[] = [];
