@@ -156,8 +156,7 @@ describe('--dry-run', () => {
   it('announces the same steps as the real run (library, step hook), for provisioning, rotation and deletion', async () => {
     const outputDir = join(suite.work.path, 'out-dry-diff');
     const { claims } = parseClaims(claimFile('drydiff'), 'drydiff.yaml');
-    const reconciler = (onStep: StepHook) =>
-      new Reconciler({ config: suite.config, outputDir, onStep });
+    const reconciler = (onStep: StepHook) => new Reconciler({ config: suite.config, outputDir, onStep });
     const steps = async (pass: Parameters<Reconciler['reconcile']>, dry: boolean) => {
       const seen: string[] = [];
       await reconciler((step) => {
