@@ -51,4 +51,10 @@ export interface StatusStore {
 export interface ClaimPorts {
   secretFor(namespace: string, secretName: string): SecretSink;
   readonly statuses: StatusStore;
+  /**
+   * Who publishes (an output folder's id; a controller would name its cluster). Recorded on
+   * each claim's base role: a claim already published by another publisher is refused.
+   * Resolved once per pass; creating it is a step (a dry run skips it).
+   */
+  publisherId(step: StepHook | undefined): Promise<string>;
 }

@@ -219,7 +219,7 @@ export async function reconcileClaim(
       const started = performance.now();
       const names = claimNames(claim.userName, claim.databaseName);
       const provisioner = Provisioner.create(master, names, claim.key, context.onStep);
-      const ensured = await provisioner.ensure();
+      const ensured = await provisioner.ensure({ publisher: context.publisher, takeOver: context.takeOver });
       if (ensured.databaseCreated) {
         actions.push(`created database ${names.database}`);
         metrics?.databaseCreated?.();

@@ -41,7 +41,9 @@ export {
   claimNames,
   MANAGED_ROLE_MARKER,
   ProvisioningConflictError,
+  publisherComment,
 } from './provisioner.js';
+export { folderPublisherId, PUBLISHER_ID_FILE } from './publisher-id.js';
 export {
   EXIT_CODES,
   type ReconcileFilesOptions,

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
 import type { ClaimPorts, SecretSink } from './claim-ports.js';
 import { FolderStatusStore } from './claim-status.js';
+import { folderPublisherId } from './publisher-id.js';
 import type { SslModeSetting } from './reconciler-config.js';
 
 /** Mode of every published file: readable by the owner only. */
@@ -150,5 +151,6 @@ export function folderPorts(outputDir: string): ClaimPorts {
     secretFor: (namespace, secretName) =>
       new SecretPublisher(secretDirectory(outputDir, namespace, secretName)),
     statuses: new FolderStatusStore(outputDir),
+    publisherId: (step) => folderPublisherId(outputDir, step),
   };
 }

@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MANAGED_ROLE_MARKER, readStatus, statusPath } from '../src/index.js';
+import { MANAGED_ROLE_MARKER, PUBLISHER_ID_FILE, readStatus, statusPath } from '../src/index.js';
 import { runCli } from './cli-runner.js';
 import { canLogin, claimYaml, startReconcilerCluster } from './fixtures.js';
 
@@ -71,9 +71,12 @@ async function expectConverged(claims: string, out: string, name: string): Promi
       WHERE rolname = ANY($1::text[]) ORDER BY 1`,
     [[name, `${name}_a`, `${name}_b`]],
   );
-  expect(rows).toEqual(
-    [name, `${name}_a`, `${name}_b`].map((rolname) => ({ rolname, comment: MANAGED_ROLE_MARKER })),
-  );
+  // The base role also names this output folder as the claim's one publisher.
+  const publisher = (await readFile(join(out, PUBLISHER_ID_FILE), 'utf8')).trim();
+  expect(rows).toEqual([
+    { rolname: name, comment: `${MANAGED_ROLE_MARKER}; publisher ${publisher}` },
+    ...[`${name}_a`, `${name}_b`].map((rolname) => ({ rolname, comment: MANAGED_ROLE_MARKER })),
+  ]);
 }
 
 /** The action the CLI was killed before (it names it on stderr as it crashes). */

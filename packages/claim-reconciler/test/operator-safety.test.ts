@@ -140,6 +140,7 @@ describe('--dry-run', () => {
     expect(await databaseExists('dry_a')).toBe(false);
     const printed = dry.stdout.split('\n').filter((line) => line.startsWith('would '));
     expect(printed).toEqual([
+      `would write-publisher-id (${out})`,
       'would create-role dry_a (default/dry-a)',
       'would create-database dry_a (default/dry-a)',
       'would create-role dry_a_a (default/dry-a)',
