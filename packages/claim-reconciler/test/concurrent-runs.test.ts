@@ -8,7 +8,7 @@ import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readStatus, statusPath } from '../src/index.js';
-import { runCli } from './cli-runner.js';
+import { reconcileArgs, runCli } from './cli-runner.js';
 import { canLogin, claimYaml, useReconcilerCluster } from './fixtures.js';
 
 const suite = useReconcilerCluster();
@@ -46,7 +46,7 @@ describe('two reconcilers at once', () => {
   it('first provisioning, then rotations: both processes exit 0 and the published passwords log in', async () => {
     const claims = await claimsFolder(RACE);
     const out = join(suite.work.path, 'out-race');
-    const args = ['reconcile', '--config', suite.configFile, '--claims', claims, '--out', out];
+    const args = reconcileArgs(suite.configFile, claims, out);
     const first = await Promise.all([runCli(args), runCli(args)]);
     expect(first.map((run) => [run.code, run.stderr])).toEqual([
       [0, ''],
@@ -69,15 +69,7 @@ describe('two output folders for the same claims', () => {
     const claims = await claimsFolder(TWO_FOLDERS);
     const first = join(suite.work.path, 'out-first');
     const second = join(suite.work.path, 'out-second');
-    const args = (out: string) => [
-      'reconcile',
-      '--config',
-      suite.configFile,
-      '--claims',
-      claims,
-      '--out',
-      out,
-    ];
+    const args = (out: string) => reconcileArgs(suite.configFile, claims, out);
     expect((await runCli(args(first))).code).toBe(0);
 
     const refused = await runCli([...args(second), '--rotate']);
