@@ -129,7 +129,8 @@ export class Reconciler {
       const conflicts = findConflicts(claims, desired);
       const context = {
         ...this.#context(connections, usage),
-        publisher: await this.#ports.publisherId(this.#options.onStep),
+        // Only a pass that may provision needs it: one with no claim to reconcile writes nothing.
+        publisher: desired.size > 0 ? await this.#ports.publisherId(this.#options.onStep) : undefined,
         takeOver: pass.takeOver ?? false,
       };
       // Before any SQL write: each fragment key's own master login, for the claims using it.

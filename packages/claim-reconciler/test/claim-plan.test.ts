@@ -71,4 +71,10 @@ describe('planCredentials', () => {
       error: { kind: 'retryable', message: 'cannot check the published credentials: too many connections' },
     });
   });
+
+  it('asks to come back when the active password falls due, at once when overdue', () => {
+    expect(nextRotationInMillis(settings, new Date('2030-01-01T00:30:00Z'), now)).toBe(30 * 60_000);
+    expect(nextRotationInMillis(settings, new Date('2029-12-31T00:00:00Z'), now)).toBe(0);
+    expect(nextRotationInMillis(settings, undefined, now)).toBeUndefined();
+  });
 });
