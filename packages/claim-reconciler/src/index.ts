@@ -11,6 +11,7 @@ export {
   type CredentialPlan,
   desiredBinding,
   type LoginTarget,
+  nextRotationInMillis,
   type PlanInput,
   planCredentials,
   reconcileClaim,

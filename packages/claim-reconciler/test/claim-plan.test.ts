@@ -1,6 +1,12 @@
 /** The pure plan of one claim's credentials: same observation in, same decision out. */
 import { describe, expect, it } from 'vitest';
-import { type CredentialObservation, claimNames, type PlanInput, planCredentials } from '../src/index.js';
+import {
+  type CredentialObservation,
+  claimNames,
+  nextRotationInMillis,
+  type PlanInput,
+  planCredentials,
+} from '../src/index.js';
 
 const names = claimNames('app', 'appdb');
 const login = { host: 'db.example', port: 5432, database: 'appdb', sslmode: 'disable' } as const;
