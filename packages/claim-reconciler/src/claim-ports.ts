@@ -33,6 +33,11 @@ export interface SecretSink {
   sweep(): Promise<void>;
   /** Removes the secret. */
   remove(): Promise<void>;
+  /**
+   * Runs `work` as the only writer of this secret (a lock file beside a folder; a
+   * Kubernetes writer may rely on resourceVersion instead and just run it).
+   */
+  lock<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /** Where claim statuses are kept (today `<out>/<namespace>/<secret>.status.json`). */

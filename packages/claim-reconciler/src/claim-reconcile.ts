@@ -214,8 +214,11 @@ export async function reconcileClaim(
   let phase = 'provision' as 'provision' | 'rotate';
   try {
     const master = await context.connections.get(target);
-    // One reconciler at a time per claim users on an instance (see claimLockName).
-    return await master.withAdvisoryLock(claimLockName(claim.userName), async () => {
+    // One reconciler at a time per claim users on an instance (claimLockName), and one
+    // writer at a time per secret (the sink's lock).
+    const locked = <T>(work: () => Promise<T>) =>
+      master.withAdvisoryLock(claimLockName(claim.userName), () => sink.lock(work));
+    return await locked(async () => {
       const started = performance.now();
       const names = claimNames(claim.userName, claim.databaseName);
       const provisioner = Provisioner.create(master, names, claim.key, context.onStep);
