@@ -195,7 +195,7 @@ describe('crash safety', () => {
         expect(restart.stderr).toBe('');
         expect(restart.code).toBe(0);
         expect(await readdir(join(out, 'default'))).toEqual([]); // no secret, status or temp file
-      expect((await readdir(out)).sort()).toEqual(['.hotload-publisher-id', 'default']); // no lock left
+        expect((await readdir(out)).sort()).toEqual(['.hotload-publisher-id', 'default']); // no lock left
         const { rows } = await cluster.query(
           'SELECT rolname FROM pg_roles WHERE starts_with(rolname, $1) UNION ALL SELECT datname FROM pg_database WHERE datname = $1',
           [name],
