@@ -280,7 +280,7 @@ export class Pool extends EventEmitter {
             client.removeListener('error', onError);
             if (released) return;
             released = true;
-            client.release(queryError ?? undefined);
+            client.release(queryError as Error); // as is (null too): pg-pool emits it in `release`
             if (queryError) return done(queryError);
             done(undefined, result);
           },
