@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import {
   type ConnectionCounts,
   type ConnectionSource,
@@ -6,8 +5,14 @@ import {
   type SourceWatcher,
   SourceWatcher as Watcher,
 } from 'hotload-core';
-import type pg from 'pg';
-import { FORWARDED_EVENTS, type ForwardedEvent, type PoolEvents } from './events.js';
+import pg from 'pg';
+import {
+  FORWARDED_EVENTS,
+  type ForwardedEvent,
+  type PgPoolEvent,
+  type PgPoolListener,
+  type PoolEvents,
+} from './events.js';
 import { type CheckoutCallback, Generation, type GenerationHooks } from './generation.js';
 import { GenerationSwitch, type SwitchTarget, type VerifiedSwitch } from './generation-switch.js';
 import {
@@ -36,6 +41,9 @@ interface Waiter {
 
 const noop = (): void => {};
 
+/** Where the `options` setter keeps the options pg-pool's constructor computed. */
+const baseOptions = Symbol('hotload-pg.baseOptions');
+
 /**
  * A drop-in `pg.Pool` that follows a connection source.
  *
@@ -50,16 +58,8 @@ const noop = (): void => {};
  * generation. Without `hotload.source` it is a single generation built from the pg options,
  * i.e. plain `pg.Pool` behaviour (plus {@link Pool.switchTo}).
  */
-export class Pool extends EventEmitter {
-  /** `pool.query()`: pg.Pool's signatures (text/values, config objects, submittables; promise or callback). */
-  declare query: pg.Pool['query'];
-  /** `pool.connect()`: pg.Pool's signatures; the client's `release()`/`release(err)` gives it back. */
-  declare connect: pg.Pool['connect'];
-  /** `pool.end()`: resolves once every generation is closed. Idempotent. */
-  declare end: pg.Pool['end'];
-
+export class Pool extends pg.Pool {
   readonly #config: pg.PoolConfig;
-  readonly #defaultOptions: pg.PoolOptions;
   readonly #switchOptions: ResolvedSwitchOptions;
   readonly #switch: GenerationSwitch;
   /** Every generation not yet closed: current, retiring and candidates being verified. */
@@ -67,12 +67,15 @@ export class Pool extends EventEmitter {
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiters: Waiter[] = [];
   #current: Generation | undefined;
+  declare [baseOptions]: pg.PoolOptions;
   #nextId = 1;
   #watcher: SourceWatcher | undefined;
   #started: Promise<void>;
   #startError: Error | undefined;
-  #endCalled = false;
-  #ended = false;
+  /** True once `end()` was called (pg.Pool's field; set by pg-pool's constructor, then by `end()`). */
+  declare ending: boolean;
+  /** True once `end()` has closed every generation (pg.Pool's field). */
+  declare ended: boolean;
   #ending: Promise<void> | undefined;
   readonly #name: string | undefined;
   /** Settings each source-built generation came from (failover re-selection needs them). */
@@ -82,22 +85,14 @@ export class Pool extends EventEmitter {
 
   /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
   constructor(config?: PoolConfig) {
-    super();
     const { hotload, ...pgConfig } = config ?? {};
+    // pg-pool's constructor only records options (defaults applied, password hidden) and
+    // empty queues; it opens nothing. Its queues stay unused: generations do the pooling.
+    super(pgConfig);
     this.#config = pgConfig;
-    this.#defaultOptions = {
-      ...pgConfig,
-      max: pgConfig.max || 10,
-      maxUses: pgConfig.maxUses || Number.POSITIVE_INFINITY,
-      allowExitOnIdle: pgConfig.allowExitOnIdle || false,
-      maxLifetimeSeconds: pgConfig.maxLifetimeSeconds || 0,
-      idleTimeoutMillis: pgConfig.idleTimeoutMillis === undefined ? 10_000 : pgConfig.idleTimeoutMillis,
-    };
-    // Hidden like pg-pool hides it, so a logged `pool.options` shows no password.
-    Object.defineProperty(this.#defaultOptions, 'password', { enumerable: false, value: pgConfig.password });
     this.#switchOptions = resolveSwitchOptions(hotload);
     this.#switch = new GenerationSwitch(this.#switchTarget(), this.#switchOptions);
-    this.on('newListener', this.#forwardOnDemand);
+    super.on('newListener' as 'error', this.#forwardOnDemand as never);
     if (hotload?.source === undefined) {
       this.#current = this.#newGeneration(undefined, pgConfig);
       this.#started = Promise.resolve();
@@ -138,7 +133,7 @@ export class Pool extends EventEmitter {
    * Rejects with the source's `SourceError` if it is invalid.
    */
   static async create(config?: PoolConfig): Promise<Pool> {
-    const pool = new Pool(config);
+    const pool = new this(config);
     await pool.ready();
     return pool;
   }
@@ -158,7 +153,7 @@ export class Pool extends EventEmitter {
    * `false` if superseded by a newer change or by `end()`.
    */
   switchTo(settings: ConnectionSettings): Promise<boolean> {
-    if (this.#endCalled) return Promise.resolve(false);
+    if (this.ending) return Promise.resolve(false);
     return this.#switch.request(settings);
   }
 
@@ -172,69 +167,67 @@ export class Pool extends EventEmitter {
     return [...this.#generations].filter((generation) => generation !== this.#current).map((g) => g.id);
   }
 
-  /** pg-pool's options of the current generation (connection fields come from the source). */
-  get options(): pg.PoolOptions {
-    return this.#current?.pool.options ?? this.#defaultOptions;
-  }
-
   /** Clients of every generation (connecting, idle and checked out). */
-  get totalCount(): number {
-    return this.#sum((pool) => pool.totalCount);
-  }
-
+  declare readonly totalCount: number;
   /** Idle clients of every generation. */
-  get idleCount(): number {
-    return this.#sum((pool) => pool.idleCount);
-  }
-
+  declare readonly idleCount: number;
   /** Checkouts waiting for a client. */
-  get waitingCount(): number {
-    return this.#waiters.length + this.#sum((pool) => pool.waitingCount);
-  }
-
+  declare readonly waitingCount: number;
   /** Clients past `maxLifetimeSeconds`, in every generation. */
-  get expiredCount(): number {
-    return this.#sum((pool) => pool.expiredCount);
-  }
+  declare readonly expiredCount: number;
 
-  /** True once `end()` was called. */
-  get ending(): boolean {
-    return this.#endCalled;
-  }
-
-  /** True once `end()` has closed every generation. */
-  get ended(): boolean {
-    return this.#ended;
-  }
-
+  /** pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}). */
   override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
-  override on(event: string | symbol, listener: (...args: never[]) => void): this;
-  override on(event: string | symbol, listener: (...args: never[]) => void): this {
-    return super.on(event, listener as (...args: unknown[]) => void);
+  override on<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override on(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
+    return super.on(event as 'error', listener as never);
   }
 
+  /** As {@link on}, for one event. */
   override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
-  override once(event: string | symbol, listener: (...args: never[]) => void): this;
-  override once(event: string | symbol, listener: (...args: never[]) => void): this {
+  override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     return super.once(event, listener as (...args: unknown[]) => void);
   }
 
   static {
-    // The public query/connect/end carry pg.Pool's overloaded types (declared above);
-    // their bodies live here so they can reach the private fields.
-    Pool.prototype.query = function query(this: Pool, text: unknown, values?: unknown, cb?: unknown) {
+    // The public query/connect/end keep pg.Pool's overloaded types (inherited); their
+    // bodies live here so they can reach the private fields. Through `this`: naming the
+    // class inside its body makes esbuild rename it `_Pool`, which is how it would print.
+    // biome-ignore lint/complexity/noThisInStatic: see above
+    const prototype: Pool = this.prototype;
+    prototype.query = function query(this: Pool, text: unknown, values?: unknown, cb?: unknown) {
       return this.#query(text, values, cb);
     } as pg.Pool['query'];
-    Pool.prototype.connect = function connect(this: Pool, cb?: CheckoutCallback) {
+    prototype.connect = function connect(this: Pool, cb?: CheckoutCallback) {
       return this.#connect(cb);
     } as pg.Pool['connect'];
-    Pool.prototype.end = function end(this: Pool, cb?: (err?: Error) => void) {
+    prototype.end = function end(this: Pool, cb?: (err?: Error) => void) {
       return this.#end(cb);
     } as pg.Pool['end'];
+    // pg.Pool types the counts as properties; pg-pool (and this class) makes them getters.
+    defineGetters(prototype, {
+      totalCount: (pool: Pool) => pool.#sum((generation) => generation.totalCount),
+      idleCount: (pool: Pool) => pool.#sum((generation) => generation.idleCount),
+      waitingCount: (pool: Pool) => pool.#waiters.length + pool.#sum((generation) => generation.waitingCount),
+      expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
+    });
+    // `options`: pg-pool's options of the current generation (connection fields come from
+    // the source). pg-pool's constructor writes (and completes) the base options through
+    // the setter before this class's fields exist, hence the brand check in the getter.
+    Object.defineProperty(prototype, 'options', {
+      configurable: true,
+      get(this: Pool): pg.PoolOptions {
+        return (#current in this ? this.#current?.pool.options : undefined) ?? this[baseOptions];
+      },
+      set(this: Pool, value: pg.PoolOptions) {
+        Object.defineProperty(this, baseOptions, { configurable: true, writable: true, value });
+      },
+    });
   }
 
   #connect(cb: CheckoutCallback | undefined): Promise<pg.PoolClient> | undefined {
-    if (this.#endCalled) {
+    if (this.ending) {
       const err = new Error('Cannot use a pool after calling end on the pool');
       if (cb) return void cb(err, undefined, noop);
       return Promise.reject(err);
@@ -321,7 +314,7 @@ export class Pool extends EventEmitter {
   }
 
   #end(cb: ((err?: Error) => void) | undefined): Promise<void> | undefined {
-    this.#endCalled = true;
+    this.ending = true;
     this.#ending ??= this.#closeAll();
     if (cb === undefined) return this.#ending;
     this.#ending.then(() => cb(), cb);
@@ -341,17 +334,17 @@ export class Pool extends EventEmitter {
         generation === this.#current ? generation.close() : generation.close(0),
       ),
     );
-    this.#ended = true;
+    this.ended = true;
   }
 
   /** Hot path: straight to the current generation when it has room and nobody waits. */
   #checkout(callback: CheckoutCallback): void {
     const current = this.#current;
-    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity() && !this.#endCalled) {
+    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity() && !this.ending) {
       current.checkout(callback);
       return;
     }
-    if (this.#endCalled) {
+    if (this.ending) {
       const error = new Error('Cannot use a pool after calling end on the pool');
       process.nextTick(() => callback(error, undefined, noop));
       return;
@@ -421,7 +414,7 @@ export class Pool extends EventEmitter {
    * while it runs triggers nothing more.
    */
   #reselect(settings: ConnectionSettings): void {
-    if (this.#endCalled) return;
+    if (this.ending) return;
     this.#reselecting = true;
     void this.#switch.request(settings, undefined, true).finally(() => {
       this.#reselecting = false;
@@ -437,7 +430,7 @@ export class Pool extends EventEmitter {
    * connections for a while instead of failing every request that would need one.
    */
   #requeueAfterConnectFailure(generation: Generation, callback: CheckoutCallback): boolean {
-    if (this.#endCalled) return false;
+    if (this.ending) return false;
     if (generation === this.#current) {
       if (generation.live === 0) return false;
       generation.pauseGrowth(this.#switchOptions.verifyRetryInitialMillis);
@@ -450,7 +443,7 @@ export class Pool extends EventEmitter {
     const watcher = new Watcher(source, hotload.watcher);
     this.#watcher = watcher;
     watcher.on('change', (change) => {
-      if (!this.#endCalled) void this.#switch.request(change.config, change.changedAt);
+      if (!this.ending) void this.#switch.request(change.config, change.changedAt);
     });
     watcher.on('error', (error) => this.emit('sourceError', { error }));
     let settings: ConnectionSettings;
@@ -462,12 +455,12 @@ export class Pool extends EventEmitter {
       this.emit('sourceError', { error: this.#startError });
       throw error;
     }
-    if (this.#endCalled || this.#current !== undefined) return;
+    if (this.ending || this.#current !== undefined) return;
     if (isMultiHost(settings)) {
       // Host list: the first generation goes on the first suitable host (one pass). If
       // none is, it goes on the first host, as pg would, and selection keeps retrying.
       const selected = await this.#switch.selectOnce(settings);
-      if (this.#endCalled || this.#current !== undefined) {
+      if (this.ending || this.#current !== undefined) {
         await selected?.close(0);
         return;
       }
@@ -570,6 +563,18 @@ export class Pool extends EventEmitter {
         drainMillis: closed.closeMillis,
         forced: closed.forceClosed > 0,
       });
+    });
+  }
+}
+
+/** Defines read-only getters on `prototype`, each computed from the instance. */
+function defineGetters<T>(prototype: T, getters: Record<string, (instance: T) => number>): void {
+  for (const [name, get] of Object.entries(getters)) {
+    Object.defineProperty(prototype, name, {
+      configurable: true,
+      get(this: T) {
+        return get(this);
+      },
     });
   }
 }

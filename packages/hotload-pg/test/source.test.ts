@@ -43,7 +43,7 @@ function secret(password: string, extra: Record<string, string> = {}) {
 
 function recordEvents(pool: Pool): unknown[] {
   const events: unknown[] = [];
-  for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError']) {
+  for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError'] as const) {
     pool.on(name, (event: unknown) => events.push(event));
   }
   return events;

@@ -38,7 +38,7 @@ function poolFor(
     hotload: { drainTimeoutMillis, verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 200 },
   });
   const events: unknown[] = [];
-  for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError']) {
+  for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError'] as const) {
     pool.on(name, (event: unknown) => events.push(event));
   }
   // A failed test must not leave sessions behind for the next one (end() is idempotent).
