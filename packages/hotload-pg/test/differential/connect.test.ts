@@ -74,8 +74,12 @@ describe('pool.connect (same as pg.Pool)', () => {
       const a = await pool.connect();
       const b = await pool.connect();
       const order: string[] = [];
-      const third = pool.connect().then((c) => (order.push('third'), c));
-      const fourth = pool.connect().then((c) => (order.push('fourth'), c));
+      const served = (name: string) => (client: pg.PoolClient) => {
+        order.push(name);
+        return client;
+      };
+      const third = pool.connect().then(served('third'));
+      const fourth = pool.connect().then(served('fourth'));
       rec.step('two waiting');
       a.release();
       rec.step('a released');

@@ -10,19 +10,14 @@
  * server sees is the same for all three. The pools run one after the other, so one
  * scenario's backends never disturb another's.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { inspect } from 'node:util';
-import { AtomicSecretWriter } from 'hotload-core';
-import { Pool } from 'hotload-pg';
 import { APP_DATABASE, type PostgresCluster, useAppDatabases } from 'hotload-test-support';
-import pg from 'pg';
+import type pg from 'pg';
 import { expect } from 'vitest';
-import { type AnyPool, type Entry, Recorder } from './recorder.js';
+import { createPool, POOL_KINDS, type PoolKind } from './pool-kinds.js';
+import { type AnyPool, type Entry, Recorder, stateOf } from './recorder.js';
 
-export const POOL_KINDS = ['pg.Pool', 'hotload static', 'hotload source'] as const;
-export type PoolKind = (typeof POOL_KINDS)[number];
+export { POOL_KINDS, type PoolKind };
 
 /** Where the pools connect (the cluster itself, a FaultProxy, a closed port). */
 export interface Target {
@@ -89,64 +84,69 @@ export class Differential {
     return original;
   }
 
-  /** Builds the pool of `kind`; the returned `dispose` removes what it made. */
-  async createPool(
+  async #recordOne(
     kind: PoolKind,
     options: pg.PoolConfig,
+    scenario: Scenario,
     target: Target,
-  ): Promise<{ pool: AnyPool; dispose: () => Promise<void> }> {
-    const connection = this.connection(target);
-    if (kind === 'pg.Pool') return { pool: new pg.Pool({ ...connection, ...options }), dispose: noopAsync };
-    if (kind === 'hotload static') return { pool: asPgPool(new Pool({ ...connection, ...options })), dispose: noopAsync };
-    const folder = await mkdtemp(join(tmpdir(), 'hotload-pg-differential-'));
-    const secretDirectory = join(folder, 'secret');
-    await new AtomicSecretWriter(secretDirectory).write({
-      hostname: connection.host!,
-      port: String(connection.port),
-      username: connection.user!,
-      password: String(connection.password),
-      database: connection.database!,
-    });
-    const pool = new Pool({ ...options, hotload: { source: { secretDirectory } } });
-    return { pool: asPgPool(pool), dispose: () => rm(folder, { recursive: true, force: true }) };
-  }
-
-  async #recordOne(kind: PoolKind, options: pg.PoolConfig, scenario: Scenario, target: Target): Promise<Entry[]> {
-    const { pool, dispose } = await this.createPool(kind, options, target);
+  ): Promise<Entry[]> {
+    const { pool, dispose } = await createPool(kind, { ...this.connection(target), ...options });
     const rec = new Recorder(pool);
-    try {
-      await scenario({ pool, rec, kind, cluster: this.cluster });
-      return [...rec.entries];
-    } finally {
-      if (!pool.ending) await pool.end().catch(() => {});
+    const finished = await untilSettledOr(
+      scenario({ pool, rec, kind, cluster: this.cluster }),
+      SCENARIO_HANG_MILLIS,
+    );
+    const entries = [...rec.entries];
+    if (finished === 'hung') {
+      // Recorded as an outcome (the other pools finish). The hung pool's end() could hang as
+      // well: its clients are closed under it instead, quietly, so nothing of it outlives the test.
+      entries.push({ step: 'scenario never finished', state: stateOf(pool) });
+      if (!pool.ending) pool.end().catch(() => {});
+      for (const client of rec.clients) {
+        client.on('error', () => {});
+        client.end().catch(() => {});
+      }
       await dispose();
+      return entries;
     }
+    if (!pool.ending) await pool.end().catch(() => {});
+    await dispose();
+    if (finished instanceof Error) throw finished;
+    return entries;
+  }
+}
+
+/**
+ * A hang guard, not a timing assertion: pg.Pool settles every scenario within
+ * milliseconds; a pool that has not after this long never will (it waits forever), and
+ * that is recorded as an outcome instead of a test timeout leaking its pool.
+ */
+const SCENARIO_HANG_MILLIS = 8_000;
+
+async function untilSettledOr(work: Promise<void>, millis: number): Promise<'done' | 'hung' | Error> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<'hung'>((resolve) => (timer = setTimeout(() => resolve('hung'), millis)));
+  try {
+    return await Promise.race([work.then(() => 'done' as const), hung]);
+  } catch (error) {
+    return error as Error;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
 /** Names the first entry where `kind` observed differently, with a little context. */
 function firstDivergence(kind: PoolKind, recorded: Entry[], original: Entry[]): string {
-  const text = (entry: Entry | undefined) => inspect(entry, { depth: 10, breakLength: Number.POSITIVE_INFINITY, compact: true });
+  const text = (entry: Entry | undefined) =>
+    inspect(entry, { depth: 10, breakLength: Number.POSITIVE_INFINITY, compact: true });
   const index = original.findIndex((entry, i) => text(entry) !== text(recorded[i]));
   const at = index === -1 ? original.length : index;
-  const around = (entries: Entry[]) => entries.slice(Math.max(0, at - 1), at + 2).map(text).join('\n    ');
+  const around = (entries: Entry[]) =>
+    entries
+      .slice(Math.max(0, at - 1), at + 2)
+      .map(text)
+      .join('\n    ');
   return `${kind} observed differently from pg.Pool at entry ${at}:\n  pg.Pool:\n    ${around(original)}\n  ${kind}:\n    ${around(recorded)}\n`;
-}
-
-/** hotload-pg's Pool where a pg.Pool is expected (the drop-in contract's typing). */
-function asPgPool(pool: Pool): AnyPool {
-  return pool as unknown as AnyPool;
-}
-
-const noopAsync = async (): Promise<void> => {};
-
-/** Server pids of the app user's sessions (for pg_terminate_backend scenarios). */
-export async function appSessionPids(cluster: PostgresCluster): Promise<number[]> {
-  const { rows } = await cluster.query<{ pid: number }>(
-    "SELECT pid FROM pg_stat_activity WHERE usename = 'app_a' AND datname = $1 ORDER BY pid",
-    [APP_DATABASE],
-  );
-  return rows.map((row) => row.pid);
 }
 
 /** Resolves on the next `event` of `pool` (with its arguments). */

@@ -25,7 +25,7 @@ describe('pool.end (same as pg.Pool)', () => {
       await pool.query('SELECT 1');
       const first = pool.end();
       await rec.settle('second, promise', pool.end());
-      const second = rec.callback<[Error | undefined]>('second, callback');
+      const second = rec.callback<[(Error | undefined)?]>('second, callback');
       pool.end(second.cb);
       await second.called;
       await rec.settle('first', first);
@@ -35,7 +35,7 @@ describe('pool.end (same as pg.Pool)', () => {
   it('callback form: called once everything is closed', async () => {
     await diff.expectSame({}, async ({ pool, rec }) => {
       await pool.query('SELECT 1');
-      const ended = rec.callback<[Error | undefined]>('end callback');
+      const ended = rec.callback<[(Error | undefined)?]>('end callback');
       rec.step('returns', { value: pool.end(ended.cb) });
       await ended.called;
     });
@@ -81,7 +81,6 @@ describe('pool.end (same as pg.Pool)', () => {
       await rec.settle('end', ending);
     });
   });
-
 });
 
 describe('pool.end with a waiter: hotload-pg differs on purpose', () => {
@@ -107,7 +106,9 @@ describe('pool.end with a waiter: hotload-pg differs on purpose', () => {
       recordings[kind].find((entry) => 'step' in entry && entry.step === 'waiter');
     expect(waiterOf('pg.Pool')).toMatchObject({ value: { waiter: 'pending' } });
     for (const kind of ['hotload static', 'hotload source'] as const) {
-      expect(waiterOf(kind)).toMatchObject({ value: { waiter: 'Cannot use a pool after calling end on the pool' } });
+      expect(waiterOf(kind)).toMatchObject({
+        value: { waiter: 'Cannot use a pool after calling end on the pool' },
+      });
     }
   });
 });
@@ -132,7 +133,13 @@ describe('constructor options (same as pg.Pool)', () => {
   });
 
   it('given values', async () => {
-    const options = { max: 3, maxUses: 7, idleTimeoutMillis: 1234, connectionTimeoutMillis: 4321, maxLifetimeSeconds: 60 };
+    const options = {
+      max: 3,
+      maxUses: 7,
+      idleTimeoutMillis: 1234,
+      connectionTimeoutMillis: 4321,
+      maxLifetimeSeconds: 60,
+    };
     await diff.expectSame(options, async ({ pool, rec }) => {
       await pool.query('SELECT 1');
       rec.step('options', visible(pool.options as unknown as Record<string, unknown>));

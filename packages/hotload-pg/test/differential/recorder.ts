@@ -40,10 +40,15 @@ export class Recorder {
   readonly entries: Entry[] = [];
   readonly #ids = new Map<unknown, string>();
   readonly #counters = new Map<string, number>();
+  /** Every client the pool reported connected (to close them if a scenario hangs). */
+  readonly clients = new Set<pg.Client>();
 
   constructor(readonly pool: AnyPool) {
+    pool.on('connect', (client) => this.clients.add(client));
     for (const event of POOL_EVENTS) {
-      pool.on(event as 'connect', (...args: unknown[]) => this.entries.push({ event, args: this.#observe(args) }));
+      pool.on(event as 'connect', (...args: unknown[]) =>
+        this.entries.push({ event, args: this.#observe(args) as unknown[] }),
+      );
     }
   }
 

@@ -26,7 +26,9 @@ describe('submittables on a checked-out client (same as pg.Pool)', () => {
   it('pg-query-stream: all rows, then release', async () => {
     await diff.expectSame({ max: 1 }, async ({ pool, rec }) => {
       const client = await pool.connect();
-      const stream = client.query(new QueryStream('SELECT generate_series(1, 120) AS n', [], { batchSize: 25 }));
+      const stream = client.query(
+        new QueryStream('SELECT generate_series(1, 120) AS n', [], { batchSize: 25 }),
+      );
       const rows: unknown[] = [];
       for await (const row of stream) rows.push(row);
       rec.step('rows', { count: rows.length, last: rows.at(-1) });
@@ -54,16 +56,22 @@ describe('pool.query(submittable): hotload-pg differs on purpose', () => {
       rec.step('after close');
       // pg.Pool's end() would wait for that client forever: end its session from the server.
       const removed = once(pool, 'remove');
-      await cluster.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', ['app_a']);
+      await cluster.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [
+        'app_a',
+      ]);
       await removed;
     });
     const after = (kind: keyof typeof recordings) =>
       recordings[kind].find((entry) => 'step' in entry && entry.step === 'after close');
     expect(after('pg.Pool')).toMatchObject({ state: { total: 1, idle: 0 } });
     for (const kind of ['hotload static', 'hotload source'] as const) {
-      expect(recordings[kind]).toContainEqual(expect.objectContaining({ step: 'returns the submittable', value: { same: true } }));
+      expect(recordings[kind]).toContainEqual(
+        expect.objectContaining({ step: 'returns the submittable', value: { same: true } }),
+      );
       expect(after(kind)).toMatchObject({ state: { total: 1, idle: 1 } });
     }
-    expect(recordings['pg.Pool']).toContainEqual(expect.objectContaining({ step: 'returns the submittable', value: { same: false } }));
+    expect(recordings['pg.Pool']).toContainEqual(
+      expect.objectContaining({ step: 'returns the submittable', value: { same: false } }),
+    );
   });
 });

@@ -18,7 +18,7 @@ const viaProxy = { target: () => ({ host: '127.0.0.1', port: proxy.port }) };
 
 describe('connectionTimeoutMillis (same as pg.Pool)', () => {
   it('all clients busy: a queued checkout times out (promise), the held client is unaffected', async () => {
-    await diff.expectSame({ max: 1, connectionTimeoutMillis: 50 }, async ({ pool, rec }) => {
+    await diff.expectSame({ max: 1, connectionTimeoutMillis: 1000 }, async ({ pool, rec }) => {
       const held = await pool.connect();
       const queued = pool.connect();
       rec.step('queued');
@@ -30,7 +30,7 @@ describe('connectionTimeoutMillis (same as pg.Pool)', () => {
   });
 
   it('all clients busy: the callback form gets the timeout error', async () => {
-    await diff.expectSame({ max: 1, connectionTimeoutMillis: 50 }, async ({ pool, rec }) => {
+    await diff.expectSame({ max: 1, connectionTimeoutMillis: 1000 }, async ({ pool, rec }) => {
       const held = await pool.connect();
       const timedOut = rec.callback<unknown[]>('callback');
       pool.connect(timedOut.cb);
@@ -40,7 +40,7 @@ describe('connectionTimeoutMillis (same as pg.Pool)', () => {
   });
 
   it('all clients busy: a queued pool.query times out', async () => {
-    await diff.expectSame({ max: 1, connectionTimeoutMillis: 50 }, async ({ pool, rec }) => {
+    await diff.expectSame({ max: 1, connectionTimeoutMillis: 1000 }, async ({ pool, rec }) => {
       const held = await pool.connect();
       await rec.settle('queued query', pool.query('SELECT 1'));
       held.release();
