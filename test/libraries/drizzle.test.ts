@@ -32,7 +32,10 @@ async function step(worker: number, n: number): Promise<void> {
     default:
       await db.transaction(async (tx) => {
         const [row] = await tx.insert(items).values({ note }).returning({ id: items.id });
-        await tx.update(items).set({ note: `${note}-done` }).where(eq(items.id, row!.id));
+        await tx
+          .update(items)
+          .set({ note: `${note}-done` })
+          .where(eq(items.id, row!.id));
         await tx.execute(sql`SELECT session_user`);
       });
   }

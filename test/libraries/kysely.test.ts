@@ -31,8 +31,16 @@ async function step(worker: number, n: number): Promise<void> {
       break;
     default:
       await db.transaction().execute(async (trx) => {
-        const { id } = await trx.insertInto('items').values({ note }).returning('id').executeTakeFirstOrThrow();
-        await trx.updateTable('items').set({ note: `${note}-done` }).where('id', '=', id).execute();
+        const { id } = await trx
+          .insertInto('items')
+          .values({ note })
+          .returning('id')
+          .executeTakeFirstOrThrow();
+        await trx
+          .updateTable('items')
+          .set({ note: `${note}-done` })
+          .where('id', '=', id)
+          .execute();
         await sql`SELECT session_user`.execute(trx);
       });
   }

@@ -3,8 +3,10 @@
  * kind of work while the secret switches the login user from `app_a` to `app_b`. Every
  * query must succeed, and the server must see the new user's sessions.
  */
+import type { Pool, SwitchEvent } from 'hotload-pg';
 import {
   type AppDatabaseSuite,
+  type EventSource,
   nextEvent,
   sessionsOf,
   sessionsOfAfterExit,
@@ -31,7 +33,10 @@ const AFTER = 60;
  * `app_b` sessions seen on the server while the load still runs, and (when the library
  * retires connections) no `app_a` session left afterwards.
  */
-export async function expectUserSwitchUnderLoad(suite: AppDatabaseSuite, library: LibraryUnderTest): Promise<void> {
+export async function expectUserSwitchUnderLoad(
+  suite: AppDatabaseSuite,
+  library: LibraryUnderTest,
+): Promise<void> {
   const [cluster] = suite.clusters;
   const load = new WorkerLoad(WORKERS, (worker, n) => library.step(worker, n));
   await load.moreSucceeded(BEFORE);
@@ -49,6 +54,6 @@ export async function expectUserSwitchUnderLoad(suite: AppDatabaseSuite, library
 }
 
 /** `switched()` for a hotload-pg Pool: its next `switch` event. */
-export function nextSwitch(pool: { on: (event: 'switch', listener: (e: unknown) => void) => unknown }): Promise<unknown> {
-  return nextEvent(pool as Parameters<typeof nextEvent>[0], 'switch');
+export function nextSwitch(pool: Pool): Promise<SwitchEvent> {
+  return nextEvent<SwitchEvent>(pool as unknown as EventSource<SwitchEvent>, 'switch');
 }
