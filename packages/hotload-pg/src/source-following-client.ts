@@ -46,8 +46,12 @@ export function sourceFollowingClient(hotload: HotloadOptions): SourceFollowingC
 
     override connect(): Promise<pg.Client>;
     override connect(callback: ConnectCallback): void;
-    override connect(callback?: ConnectCallback): Promise<pg.Client> | void {
-      if (this.#generation !== undefined) return callback ? super.connect(callback) : super.connect();
+    override connect(callback?: ConnectCallback): Promise<pg.Client> | undefined {
+      if (this.#generation !== undefined) {
+        if (!callback) return super.connect();
+        super.connect(callback);
+        return undefined;
+      }
       // Built before the source was read: take its settings once it has been.
       const pool = followerPool();
       const connecting = pool.ready().then(() => {
@@ -60,6 +64,7 @@ export function sourceFollowingClient(hotload: HotloadOptions): SourceFollowingC
         (client) => (callback as (err: null, client: pg.Client) => void)(null, client),
         (error: Error) => (callback as (err: Error) => void)(error),
       );
+      return undefined;
     }
 
     /** Read by Sequelize's `validate()`: a client of an older generation is retired, not reused. */
