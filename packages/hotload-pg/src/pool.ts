@@ -1,11 +1,11 @@
 import {
   type ConnectionCounts,
-  type ConnectionSource,
   createSource,
   type SourceWatcher,
   SourceWatcher as Watcher,
 } from 'hotload-core';
 import pg from 'pg';
+import { backoffDelay } from './backoff.js';
 import {
   FORWARDED_EVENTS,
   type ForwardedEvent,
@@ -33,13 +33,31 @@ import { logPoolEvents } from './pool-logging.js';
 import { instrumentPool } from './pool-metrics.js';
 import { type NodeCallback, promisify } from './promisify.js';
 
-/** A checkout waiting for capacity (or for the initial config). */
+/**
+ * A checkout the pool itself holds: waiting for capacity or for the first config, or
+ * handed to a generation from that queue. Its `connectionTimeoutMillis` timer runs from
+ * the checkout call until it is answered (as pg-pool's queue timer does), wherever it is.
+ */
 interface Waiter {
   readonly callback: CheckoutCallback;
+  /** `performance.now()` at the checkout call. */
+  readonly startedAt: number;
   timer: NodeJS.Timeout | undefined;
+  /** Answered (served, failed or timed out): a late client goes straight back. */
+  settled: boolean;
+  /** `performance.now()` after which a credential failure fails it (see credentialWaitMillis). */
+  credentialDeadline: number | undefined;
 }
 
+/** pg-pool's error for a checkout not served within `connectionTimeoutMillis`. */
+const CONNECT_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
+/** pg-pool's error for work asked after `end()`. */
+const ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
+
 const noop = (): void => {};
+
+/** The release function a checkout callback receives. */
+type PgRelease = (err?: Error | boolean) => void;
 
 /** Where the `options` setter keeps the options pg-pool's constructor computed. */
 const baseOptions = Symbol('hotload-pg.baseOptions');
@@ -66,12 +84,19 @@ export class Pool extends pg.Pool {
   readonly #generations = new Set<Generation>();
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiters: Waiter[] = [];
+  /** The waiter behind each callback handed to a generation (to requeue it with its timer). */
+  readonly #waiterOf = new WeakMap<CheckoutCallback, Waiter>();
   #current: Generation | undefined;
   declare [baseOptions]: pg.PoolOptions;
   #nextId = 1;
   #watcher: SourceWatcher | undefined;
+  /** Settles with the first outcome of the source: a first generation, or why there is none. */
   #started: Promise<void>;
-  #startError: Error | undefined;
+  /** Why there is no generation to serve (invalid source, unbuildable config); cleared by one. */
+  #unavailable: Error | undefined;
+  /** Building the first generation (async with host lists); changes meanwhile wait in #pendingFirst. */
+  #startingFirst = false;
+  #pendingFirst: ConnectionSettings | undefined;
   /** True once `end()` was called (pg.Pool's field; set by pg-pool's constructor, then by `end()`). */
   declare ending: boolean;
   /** True once `end()` has closed every generation (pg.Pool's field). */
@@ -93,15 +118,25 @@ export class Pool extends pg.Pool {
     this.#switchOptions = resolveSwitchOptions(hotload);
     this.#switch = new GenerationSwitch(this.#switchTarget(), this.#switchOptions);
     super.on('newListener' as 'error', this.#forwardOnDemand as never);
-    if (hotload?.source === undefined) {
+    this.#name = hotload?.name;
+    const source = hotload?.source === undefined ? undefined : createSource(hotload.source);
+    // The watcher exists (not yet watching) for the observers to subscribe to; anything
+    // that can throw here (metrics without prom-client) runs before it watches, so a
+    // constructor that throws leaves nothing running.
+    if (source !== undefined) {
+      // Kept watching when the first read fails (the pool serves once the source is
+      // valid); never keeping the process alive (pg.Pool would not).
+      const watcherOptions = { ...hotload?.watcher, keepWatchingOnStartError: true, persistent: false };
+      this.#watcher = new Watcher(source, watcherOptions);
+    }
+    this.#observe(hotload);
+    if (this.#watcher === undefined) {
       this.#current = this.#newGeneration(undefined, pgConfig);
       this.#started = Promise.resolve();
     } else {
-      this.#started = this.#start(createSource(hotload.source), hotload);
+      this.#started = this.#start(this.#watcher);
       this.#started.catch(noop); // reported through ready(), checkouts and 'sourceError'
     }
-    this.#name = hotload?.name;
-    this.#observe(hotload);
   }
 
   /** Diagnostics always (free without subscribers); metrics and logs when asked for. */
@@ -140,10 +175,14 @@ export class Pool extends pg.Pool {
 
   /**
    * Resolves once the initial config has been read and the first generation exists.
-   * Checkouts made before then wait for it; with an invalid source this rejects (and so
-   * do they) with the `SourceError`.
+   * Checkouts made before then wait for it. While there is no valid config (the source is
+   * missing or invalid, or names a TLS file that is not there) this rejects, and
+   * checkouts fail at once, with the `SourceError`; the source is still watched and the
+   * pool serves as soon as it is valid (a later `ready()` then resolves).
    */
   ready(): Promise<void> {
+    if (this.#current !== undefined) return Promise.resolve();
+    if (this.#unavailable !== undefined) return Promise.reject(this.#unavailable);
     return this.#started;
   }
 
@@ -207,9 +246,10 @@ export class Pool extends pg.Pool {
     } as pg.Pool['end'];
     // pg.Pool types the counts as properties; pg-pool (and this class) makes them getters.
     defineGetters(prototype, {
-      totalCount: (pool: Pool) => pool.#sum((generation) => generation.totalCount),
+      totalCount: (pool: Pool) => pool.#connectingFirst() + pool.#sum((generation) => generation.totalCount),
       idleCount: (pool: Pool) => pool.#sum((generation) => generation.idleCount),
-      waitingCount: (pool: Pool) => pool.#waiters.length + pool.#sum((generation) => generation.waitingCount),
+      waitingCount: (pool: Pool) =>
+        pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
       expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
     });
     // `options`: pg-pool's options of the current generation (connection fields come from
@@ -226,9 +266,18 @@ export class Pool extends pg.Pool {
     });
   }
 
+  /**
+   * Checkouts waiting for the first config, up to `max`: pg.Pool would be connecting a
+   * client for each already, and counts them in `totalCount` (not `waitingCount`).
+   */
+  #connectingFirst(): number {
+    if (this.#current !== undefined || this.#waiters.length === 0) return 0;
+    return Math.min(this.#waiters.length, this.options.max);
+  }
+
   #connect(cb: CheckoutCallback | undefined): Promise<pg.PoolClient> | undefined {
     if (this.ending) {
-      const err = new Error('Cannot use a pool after calling end on the pool');
+      const err = new Error(ENDED_MESSAGE);
       if (cb) return void cb(err, undefined, noop);
       return Promise.reject(err);
     }
@@ -314,17 +363,27 @@ export class Pool extends pg.Pool {
   }
 
   #end(cb: ((err?: Error) => void) | undefined): Promise<void> | undefined {
+    if (this.ending) {
+      // pg-pool's answer to a second end(), word for word.
+      const err = new Error('Called end on pool more than once');
+      if (cb === undefined) return Promise.reject(err);
+      cb(err);
+      return undefined;
+    }
     this.ending = true;
-    this.#ending ??= this.#closeAll();
+    this.#ending = this.#closeAll();
     if (cb === undefined) return this.#ending;
     this.#ending.then(() => cb(), cb);
     return undefined;
   }
 
   async #closeAll(): Promise<void> {
-    this.#failWaiters(new Error('Cannot use a pool after calling end on the pool'));
     await this.#switch.cancel();
-    await this.#started.catch(noop);
+    // Work asked before end() is served, as pg.Pool serves it: once the first config is
+    // there (if it is still being read), by the generation then serving.
+    if (this.#current === undefined && this.#unavailable === undefined) await this.#started.catch(noop);
+    this.#serveWaiters();
+    this.#failWaiters(this.#unavailable ?? new Error(ENDED_MESSAGE));
     await this.#watcher?.close();
     // Retiring generations keep their drain timeout; the current one waits for its
     // holders, as pg.Pool's end() does; a superseded candidate still verifying (its
@@ -337,39 +396,56 @@ export class Pool extends pg.Pool {
     this.ended = true;
   }
 
-  /** Hot path: straight to the current generation when it has room and nobody waits. */
+  /**
+   * Hot path: straight to the current generation when it has room and nobody waits (its
+   * own pg-pool applies `connectionTimeoutMillis` to the new connection, if one is needed).
+   */
   #checkout(callback: CheckoutCallback): void {
     const current = this.#current;
     if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity() && !this.ending) {
       current.checkout(callback);
       return;
     }
-    if (this.ending) {
-      const error = new Error('Cannot use a pool after calling end on the pool');
+    const error = this.ending
+      ? new Error(ENDED_MESSAGE)
+      : current === undefined
+        ? this.#unavailable
+        : undefined;
+    if (error !== undefined) {
       process.nextTick(() => callback(error, undefined, noop));
       return;
     }
-    if (this.#startError !== undefined) {
-      const error = this.#startError;
-      process.nextTick(() => callback(error, undefined, noop));
-      return;
-    }
-    this.#enqueue(callback);
+    this.#waiters.push(this.#newWaiter(callback, performance.now()));
   }
 
-  #enqueue(callback: CheckoutCallback, first = false): void {
-    const waiter: Waiter = { callback, timer: undefined };
+  #newWaiter(callback: CheckoutCallback, startedAt: number): Waiter {
+    const waiter: Waiter = {
+      callback,
+      startedAt,
+      timer: undefined,
+      settled: false,
+      credentialDeadline: undefined,
+    };
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
-      waiter.timer = setTimeout(() => {
-        const index = this.#waiters.indexOf(waiter);
-        if (index !== -1) this.#waiters.splice(index, 1);
-        callback(new Error('timeout exceeded when trying to connect'), undefined, noop);
-      }, timeout);
+      const left = Math.max(0, timeout - (performance.now() - startedAt));
+      waiter.timer = setTimeout(() => this.#settle(waiter, new Error(CONNECT_TIMEOUT_MESSAGE)), left);
       waiter.timer.unref();
     }
-    if (first) this.#waiters.unshift(waiter);
-    else this.#waiters.push(waiter);
+    return waiter;
+  }
+
+  /** Answers a waiter once (dropping it from the queue if it is there). */
+  #settle(waiter: Waiter, err: Error | undefined, client?: pg.PoolClient, release: PgRelease = noop): void {
+    if (waiter.settled) {
+      if (client !== undefined) release(); // answered already (timed out): give it back
+      return;
+    }
+    waiter.settled = true;
+    clearTimeout(waiter.timer);
+    const index = this.#waiters.indexOf(waiter);
+    if (index !== -1) this.#waiters.splice(index, 1);
+    waiter.callback(err, client, release);
   }
 
   /** Hands waiting checkouts to the current generation while it has room. */
@@ -378,15 +454,15 @@ export class Pool extends pg.Pool {
     if (current === undefined) return;
     while (this.#waiters.length > 0 && current.hasCapacity()) {
       const waiter = this.#waiters.shift()!;
-      clearTimeout(waiter.timer);
-      current.checkout(waiter.callback);
+      const deliver: CheckoutCallback = (err, client, release) => this.#settle(waiter, err, client, release);
+      this.#waiterOf.set(deliver, waiter);
+      current.checkout(deliver);
     }
   }
 
   #failWaiters(error: Error): void {
     for (const waiter of this.#waiters.splice(0)) {
-      clearTimeout(waiter.timer);
-      process.nextTick(() => waiter.callback(error, undefined, noop));
+      process.nextTick(() => this.#settle(waiter, error));
     }
   }
 
@@ -397,7 +473,8 @@ export class Pool extends pg.Pool {
     onClosed: (generation) => {
       this.#generations.delete(generation);
     },
-    onConnectFailed: (generation, _err, callback) => this.#requeueAfterConnectFailure(generation, callback),
+    onConnectFailed: (generation, err, callback, startedAt) =>
+      this.#requeueAfterConnectFailure(generation, err, callback, startedAt),
     onError: (generation, err) => {
       if (generation === this.#current && !this.#reselecting && isFailoverSignal(err)) {
         const settings = this.#settingsOf.get(generation);
@@ -422,45 +499,99 @@ export class Pool extends pg.Pool {
   }
 
   /**
-   * A new connection failed. The request fails too (as with pg.Pool) unless someone else
-   * can serve it: a newer generation (the failing one is retired), or the failing
-   * generation's own clients as they are released (it still has some, so it works; it
-   * just cannot grow, e.g. the password was changed in the database before the secret).
-   * Then the request waits at the head of the queue, and the generation stops opening
-   * connections for a while instead of failing every request that would need one.
+   * A new connection failed. The request fails too, as with pg.Pool, unless someone else
+   * can serve it: a newer generation (the failing one is retired), or, for a credential
+   * failure (28P01/28000) of the serving generation of a pool with a source while that
+   * generation still has clients, those clients as they are released or the generation
+   * of the new secret. That is the password changed in the database a moment before the
+   * secret: the source is re-read at once, the request waits at the head of the queue
+   * for at most `credentialWaitMillis` (and `connectionTimeoutMillis` from its start), and
+   * the generation tries one new connection at a time with backoff meanwhile.
    */
-  #requeueAfterConnectFailure(generation: Generation, callback: CheckoutCallback): boolean {
+  #requeueAfterConnectFailure(
+    generation: Generation,
+    err: Error,
+    callback: CheckoutCallback,
+    startedAt: number,
+  ): boolean {
     if (this.ending) return false;
+    const waiter = this.#waiterOf.get(callback) ?? this.#newWaiter(callback, startedAt);
     if (generation === this.#current) {
-      if (generation.live === 0) return false;
-      generation.pauseGrowth(this.#switchOptions.verifyRetryInitialMillis);
+      if (this.#watcher === undefined || !isCredentialFailure(err) || generation.live === 0) return false;
+      const now = performance.now();
+      waiter.credentialDeadline ??= now + this.#switchOptions.credentialWaitMillis;
+      if (now >= waiter.credentialDeadline) return false;
+      this.#watcher.reread();
+      this.#pauseAfterCredentialFailure(generation);
     }
-    this.#enqueue(callback, true);
+    if (waiter.settled) return true; // timed out meanwhile: answered already
+    this.#waiters.unshift(waiter);
     return true;
   }
 
-  async #start(source: ConnectionSource, hotload: HotloadOptions): Promise<void> {
-    const watcher = new Watcher(source, hotload.watcher);
-    this.#watcher = watcher;
-    watcher.on('change', (change) => {
-      if (!this.ending) void this.#switch.request(change.config, change.changedAt);
-    });
+  /** Credential failures in a row on the serving generation: the growth pause backs off. */
+  #credentialFailures = 0;
+
+  #pauseAfterCredentialFailure(generation: Generation): void {
+    if (!generation.growthPaused) this.#credentialFailures++;
+    const { verifyRetryInitialMillis, verifyRetryMaxMillis } = this.#switchOptions;
+    generation.pauseGrowth(
+      backoffDelay(this.#credentialFailures, verifyRetryInitialMillis, verifyRetryMaxMillis),
+    );
+  }
+
+  async #start(watcher: SourceWatcher): Promise<void> {
+    watcher.on('change', (change) => this.#onChange(change.config, change.changedAt));
     watcher.on('error', (error) => this.emit('sourceError', { error }));
     let settings: ConnectionSettings;
     try {
       settings = await watcher.start();
     } catch (error) {
-      this.#startError = error as Error;
-      this.#failWaiters(this.#startError);
-      this.emit('sourceError', { error: this.#startError });
+      this.#becomeUnavailable(error as Error);
       throw error;
     }
-    if (this.ending || this.#current !== undefined) return;
+    await this.#startOn(settings);
+  }
+
+  /** No config to serve: waiting and later checkouts fail with `error` until one comes. */
+  #becomeUnavailable(error: Error): void {
+    this.#unavailable = error;
+    this.#failWaiters(error);
+    this.emit('sourceError', { error });
+  }
+
+  /** A valid source change: the first generation if there is none yet, else a switch. */
+  #onChange(settings: ConnectionSettings, changedAt: number): void {
+    if (this.ending) return;
+    if (this.#startingFirst) this.#pendingFirst = settings;
+    else if (this.#current === undefined) this.#startOn(settings).catch(noop);
+    else void this.#switch.request(settings, changedAt);
+  }
+
+  /** Builds the first generation (rejecting with a SourceError if it cannot be built). */
+  async #startOn(settings: ConnectionSettings): Promise<void> {
+    this.#startingFirst = true;
+    try {
+      await this.#startFirstGeneration(settings);
+    } catch (error) {
+      this.#becomeUnavailable(error as Error);
+      throw error;
+    } finally {
+      this.#startingFirst = false;
+      const pending = this.#pendingFirst;
+      this.#pendingFirst = undefined;
+      if (pending !== undefined) this.#onChange(pending, Date.now());
+    }
+  }
+
+  async #startFirstGeneration(settings: ConnectionSettings): Promise<void> {
+    // After end(), only for the work asked before it (see #closeAll).
+    if (this.#current !== undefined || (this.ending && this.#waiters.length === 0)) return;
     if (isMultiHost(settings)) {
       // Host list: the first generation goes on the first suitable host (one pass). If
       // none is, it goes on the first host, as pg would, and selection keeps retrying.
       const selected = await this.#switch.selectOnce(settings);
-      if (this.ending || this.#current !== undefined) {
+      if (this.#current !== undefined || (this.ending && this.#waiters.length === 0)) {
         await selected?.close(0);
         return;
       }
@@ -538,6 +669,8 @@ export class Pool extends pg.Pool {
   #promote(candidate: Generation, details: VerifiedSwitch): void {
     const previous = this.#current;
     this.#current = candidate;
+    this.#unavailable = undefined;
+    this.#credentialFailures = 0;
     this.emit('switch', {
       fromGeneration: previous?.id,
       toGeneration: candidate.id,
@@ -577,6 +710,12 @@ function defineGetters<T>(prototype: T, getters: Record<string, (instance: T) =>
       },
     });
   }
+}
+
+/** The server refused the credentials: `invalid_password` or `invalid_authorization_specification`. */
+function isCredentialFailure(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === '28P01' || code === '28000';
 }
 
 /**

@@ -280,7 +280,7 @@ describe('events', () => {
 });
 
 describe('end', () => {
-  it('ends (promise form), sets ending/ended, refuses later use, and is idempotent', async () => {
+  it('ends (promise form), sets ending/ended, refuses later use and a second end()', async () => {
     const pool = newPool();
     await pool.query('SELECT 1');
     expect(pool.ending).toBe(false);
@@ -289,7 +289,7 @@ describe('end', () => {
     await ending;
     expect(pool.ended).toBe(true);
     expect(pool.totalCount).toBe(0);
-    await pool.end();
+    await expect(pool.end()).rejects.toThrow('Called end on pool more than once');
     await expect(pool.connect()).rejects.toThrow('Cannot use a pool after calling end on the pool');
     await expect(pool.query('SELECT 1')).rejects.toThrow('Cannot use a pool after calling end on the pool');
   });
