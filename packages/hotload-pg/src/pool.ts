@@ -278,7 +278,8 @@ export class Pool extends pg.Pool {
   #connect(cb: CheckoutCallback | undefined): Promise<pg.PoolClient> | undefined {
     if (this.ending) {
       const err = new Error(ENDED_MESSAGE);
-      if (cb) return void cb(err, undefined, noop);
+      // pg-pool calls back with the error alone here.
+      if (cb) return void (cb as (err: Error) => void)(err);
       return Promise.reject(err);
     }
     const response = promisify<pg.PoolClient>(cb);
@@ -429,14 +430,26 @@ export class Pool extends pg.Pool {
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
       const left = Math.max(0, timeout - (performance.now() - startedAt));
-      waiter.timer = setTimeout(() => this.#settle(waiter, new Error(CONNECT_TIMEOUT_MESSAGE)), left);
+      waiter.timer = setTimeout(
+        () => this.#settle(waiter, new Error(CONNECT_TIMEOUT_MESSAGE), undefined, noop, 1),
+        left,
+      );
       waiter.timer.unref();
     }
     return waiter;
   }
 
-  /** Answers a waiter once (dropping it from the queue if it is there). */
-  #settle(waiter: Waiter, err: Error | undefined, client?: pg.PoolClient, release: PgRelease = noop): void {
+  /**
+   * Answers a waiter once (dropping it from the queue if it is there). `arity` 1: the
+   * callback gets the error alone, as pg-pool calls back a timed-out checkout.
+   */
+  #settle(
+    waiter: Waiter,
+    err: Error | undefined,
+    client?: pg.PoolClient,
+    release: PgRelease = noop,
+    arity = 3,
+  ): void {
     if (waiter.settled) {
       if (client !== undefined) release(); // answered already (timed out): give it back
       return;
@@ -445,6 +458,7 @@ export class Pool extends pg.Pool {
     clearTimeout(waiter.timer);
     const index = this.#waiters.indexOf(waiter);
     if (index !== -1) this.#waiters.splice(index, 1);
+    if (arity === 1) return (waiter.callback as (err: Error | undefined) => void)(err);
     waiter.callback(err, client, release);
   }
 

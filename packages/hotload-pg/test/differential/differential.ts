@@ -40,6 +40,8 @@ export interface RunOptions {
   readonly target?: () => Target;
   /** Which pools (default: all three). */
   readonly kinds?: readonly PoolKind[];
+  /** Events left out of the recordings (see {@link Recorder}). */
+  readonly ignoreEvents?: readonly string[];
 }
 
 /** The suite's database and runner (registers its beforeAll/afterAll). */
@@ -69,7 +71,7 @@ export class Differential {
   ): Promise<Record<PoolKind, Entry[]>> {
     const recordings = {} as Record<PoolKind, Entry[]>;
     for (const kind of run.kinds ?? POOL_KINDS) {
-      recordings[kind] = await this.#recordOne(kind, options, scenario, run.target?.() ?? this.cluster);
+      recordings[kind] = await this.#recordOne(kind, options, scenario, run);
     }
     return recordings;
   }
@@ -88,10 +90,11 @@ export class Differential {
     kind: PoolKind,
     options: pg.PoolConfig,
     scenario: Scenario,
-    target: Target,
+    run: RunOptions,
   ): Promise<Entry[]> {
+    const target = run.target?.() ?? this.cluster;
     const { pool, dispose } = await createPool(kind, { ...this.connection(target), ...options });
-    const rec = new Recorder(pool);
+    const rec = new Recorder(pool, run.ignoreEvents);
     const finished = await untilSettledOr(
       scenario({ pool, rec, kind, cluster: this.cluster }),
       SCENARIO_HANG_MILLIS,

@@ -2,9 +2,11 @@
  * pool.query, differentially: promise and callback forms, values, config objects, SQL
  * errors, the function-as-first-argument guard, and the counters/events around each.
  */
+
+import type { PostgresCluster } from 'hotload-test-support';
 import type pg from 'pg';
 import { describe, it } from 'vitest';
-import { Differential } from './differential.js';
+import { Differential, once } from './differential.js';
 
 const diff = new Differential();
 
@@ -44,10 +46,16 @@ describe('pool.query (same as pg.Pool)', () => {
 
   it('SQL errors reject (promise) and reach the callback; the client is released with the error and kept', async () => {
     await diff.expectSame({}, async ({ pool, rec }) => {
+      // pg-pool releases the client with the query's error, so it is removed: wait for that
+      // before the next query (which opens a new client) to keep the event order deterministic.
+      let removed = once(pool, 'remove');
       await rec.settle('missing table', pool.query('SELECT * FROM no_such_table'));
+      await removed;
+      removed = once(pool, 'remove');
       const syntax = rec.callback<[Error]>('syntax error');
       pool.query('SELEKT', syntax.cb);
       await syntax.called;
+      await removed;
       await rec.settle('still works', pool.query('SELECT 1 AS ok'));
     });
   });
@@ -71,10 +79,31 @@ describe('pool.query (same as pg.Pool)', () => {
     });
   });
 
-  it('a query that fails with the connection (pg_terminate_backend of its own session)', async () => {
-    await diff.expectSame({ max: 1 }, async ({ pool, rec }) => {
-      await rec.settle('terminated', pool.query('SELECT pg_terminate_backend(pg_backend_pid())'));
+  it('a query whose session is terminated by the server rejects; its client is removed', async () => {
+    await diff.expectSame({ max: 1 }, async ({ pool, rec, cluster }) => {
+      const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      const removed = once(pool, 'remove');
+      const running = pool.query('SELECT pg_sleep(30)').then(
+        (result) => ({ resolved: result }),
+        (error: Error) => ({ rejected: error }),
+      );
+      await untilActive(cluster, rows[0]!.pid);
+      await cluster.query('SELECT pg_terminate_backend($1)', [rows[0]!.pid]);
+      const outcome = await running;
+      await removed;
+      rec.step('terminated and removed', outcome);
       await rec.settle('next query on a new client', pool.query('SELECT 1 AS ok'));
     });
   });
 });
+
+/** Resolves once the server shows `pid` running a statement (polls pg_stat_activity). */
+async function untilActive(cluster: PostgresCluster, pid: number): Promise<void> {
+  for (;;) {
+    const { rows } = await cluster.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND state = $2', [
+      pid,
+      'active',
+    ]);
+    if (rows.length > 0) return;
+  }
+}

@@ -21,7 +21,7 @@ export interface PoolState {
 /** One line of a recording. */
 export type Entry =
   | { readonly event: string; readonly args: unknown[] }
-  | { readonly step: string; readonly value?: unknown; readonly state: PoolState };
+  | { readonly step: string; readonly value?: unknown; readonly state?: PoolState };
 
 /** The pool surface a scenario uses: pg.Pool's (hotload-pg's Pool has the same). */
 export type AnyPool = pg.Pool;
@@ -43,9 +43,22 @@ export class Recorder {
   /** Every client the pool reported connected (to close them if a scenario hangs). */
   readonly clients = new Set<pg.Client>();
 
-  constructor(readonly pool: AnyPool) {
+  /** Clients removed so far (counted even when `remove` is left out of the entries). */
+  removed = 0;
+  #removedListeners: Array<() => void> = [];
+
+  /** `ignore`: events left out of the entries (a scenario compares them another way). */
+  constructor(
+    readonly pool: AnyPool,
+    ignore: readonly string[] = [],
+  ) {
     pool.on('connect', (client) => this.clients.add(client));
+    pool.on('remove', () => {
+      this.removed++;
+      for (const listener of this.#removedListeners) listener();
+    });
     for (const event of POOL_EVENTS) {
+      if (ignore.includes(event)) continue;
       pool.on(event as 'connect', (...args: unknown[]) =>
         this.entries.push({ event, args: this.#observe(args) as unknown[] }),
       );
@@ -59,6 +72,24 @@ export class Recorder {
         ? { step, state: stateOf(this.pool) }
         : { step, value: this.#observe(value), state: stateOf(this.pool) };
     this.entries.push(entry);
+  }
+
+  /** Records `value` without the pool's state (for steps whose timing may differ on purpose). */
+  note(step: string, value?: unknown): void {
+    this.entries.push(value === undefined ? { step } : { step, value: this.#observe(value) });
+  }
+
+  /** Resolves once every client the pool connected has been removed. */
+  allRemoved(): Promise<void> {
+    return new Promise((resolve) => {
+      const check = (): void => {
+        if (this.removed < this.clients.size) return;
+        this.#removedListeners = this.#removedListeners.filter((listener) => listener !== check);
+        resolve();
+      };
+      this.#removedListeners.push(check);
+      check();
+    });
   }
 
   /** Awaits `promise` and records how it settled (value or error). Never throws. */
