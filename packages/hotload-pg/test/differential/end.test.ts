@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Differential } from './differential.js';
+import type { Recorder } from './recorder.js';
 
 const diff = new Differential();
 
@@ -14,6 +15,13 @@ const diff = new Differential();
 // the steps of the ending window without counters, and compare, after everything closed,
 // how many clients were removed. The difference itself is asserted in the last block.
 const endRun = { ignoreEvents: ['remove'] };
+
+/** Records how `ending` settled, then, once every client is removed, how many were. */
+async function settleEnd(rec: Recorder, step: string, ending: Promise<void>): Promise<void> {
+  await rec.settle(step, ending);
+  await rec.allRemoved();
+  rec.step('all removed', { removed: rec.removed });
+}
 
 describe('pool.end (same as pg.Pool, but for when it settles)', () => {
   it('promise form after some work', async () => {
@@ -26,9 +34,7 @@ describe('pool.end (same as pg.Pool, but for when it settles)', () => {
         b.release();
         const ending = pool.end();
         rec.note('end asked', { ending: pool.ending });
-        await rec.settle('ended', ending);
-        await rec.allRemoved();
-        rec.step('all removed', { removed: rec.removed });
+        await settleEnd(rec, 'ended', ending);
       },
       endRun,
     );
@@ -50,9 +56,7 @@ describe('pool.end (same as pg.Pool, but for when it settles)', () => {
             resolve();
           }),
         );
-        await rec.settle('first', first);
-        await rec.allRemoved();
-        rec.step('all removed', { removed: rec.removed });
+        await settleEnd(rec, 'first', first);
       },
       endRun,
     );
@@ -112,9 +116,7 @@ describe('pool.end (same as pg.Pool, but for when it settles)', () => {
         rec.step('idle client removed, end pending', { ended });
         rec.step('held client still works', (await held.query('SELECT 2 AS two')).rows);
         held.release();
-        await rec.settle('ended', ending);
-        await rec.allRemoved();
-        rec.step('all removed', { removed: rec.removed });
+        await settleEnd(rec, 'ended', ending);
       },
       endRun,
     );
@@ -128,9 +130,7 @@ describe('pool.end (same as pg.Pool, but for when it settles)', () => {
         const ending = pool.end();
         rec.step('both asked');
         await rec.settle('query', query);
-        await rec.settle('end', ending);
-        await rec.allRemoved();
-        rec.step('all removed', { removed: rec.removed });
+        await settleEnd(rec, 'end', ending);
       },
       endRun,
     );

@@ -33,6 +33,14 @@ function freePort(): Promise<number> {
   });
 }
 
+/** Checks a client out through the proxy, then makes the proxy refuse new connections. */
+async function connectThenRefuse(pool: pg.Pool): Promise<pg.PoolClient> {
+  await proxy.resume();
+  const held = await pool.connect();
+  await proxy.refuseNew();
+  return held;
+}
+
 type VerifyOption = { verify: (client: pg.PoolClient, done: (err?: Error) => void) => void };
 
 describe('the verify option (same as pg.Pool)', () => {
@@ -117,9 +125,7 @@ describe('a server refusing connections (same as pg.Pool)', () => {
       await diff.expectSame(
         { max: 5 },
         async ({ pool, rec }) => {
-          await proxy.resume();
-          const held = await pool.connect();
-          await proxy.refuseNew();
+          const held = await connectThenRefuse(pool);
           await rec.settle('query', pool.query('SELECT 1'));
           rec.step('held still works', (await held.query('SELECT 1 AS one')).rows);
           held.release();
@@ -138,10 +144,8 @@ describe('a server refusing connections (same as pg.Pool)', () => {
       await diff.expectSame(
         { max: 1 },
         async ({ pool, rec }) => {
-          await proxy.resume();
-          const held = await pool.connect();
+          const held = await connectThenRefuse(pool);
           const queued = pool.connect();
-          await proxy.refuseNew();
           held.release(true);
           await rec.settle('queued checkout', queued);
           await rec.allRemoved();
