@@ -40,7 +40,11 @@ export function sourceFollowingClient(hotload: HotloadOptions): SourceFollowingC
 
     constructor(config?: ClientConfig) {
       const pool = followerPool();
-      super(pool.generation === undefined ? config : { ...asObject(config), ...currentSettings(pool) });
+      super(
+        pool.generation === undefined
+          ? config
+          : { ...withoutConnectionString(config), ...currentSettings(pool) },
+      );
       this.#generation = pool.generation;
     }
 
@@ -98,8 +102,14 @@ function currentSettings(pool: Pool): pg.ClientConfig {
   };
 }
 
-function asObject(config: ClientConfig): pg.ClientConfig {
-  return typeof config === 'string' ? { connectionString: config } : { ...config };
+/**
+ * The library's config without `connectionString`: pg lets a connection string win over
+ * separate fields, and the source, not the library, says where and as whom to connect.
+ */
+function withoutConnectionString(config: ClientConfig): pg.ClientConfig {
+  if (typeof config === 'string') return {};
+  const { connectionString: _dropped, ...rest } = config ?? {};
+  return rest;
 }
 
 /**
