@@ -458,8 +458,8 @@ export class Pool extends pg.Pool {
     clearTimeout(waiter.timer);
     const index = this.#waiters.indexOf(waiter);
     if (index !== -1) this.#waiters.splice(index, 1);
-    if (arity === 1) return (waiter.callback as (err: Error | undefined) => void)(err);
-    waiter.callback(err, client, release);
+    if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
+    else waiter.callback(err, client, release);
   }
 
   /** Hands waiting checkouts to the current generation while it has room. */
