@@ -4,48 +4,18 @@
  * directory source, and static where it matters) and compares what a program sees.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AtomicSecretWriter, SourceError } from 'hotload-core';
-import { Pool, type PoolConfig } from 'hotload-pg';
-import { FaultProxy, nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { SourceError } from 'hotload-core';
+import { Pool } from 'hotload-pg';
+import { FaultProxy, nextEvent } from 'hotload-test-support';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, onTestFinished } from 'vitest';
-import { createRole } from './helpers.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { useSecretDirectory } from './secret-directory-fixture.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-let cluster: PostgresCluster;
-let dir: string;
-let writer: AtomicSecretWriter;
-
-beforeAll(async () => {
-  cluster = await startCluster();
-  await createRole(cluster, 'parity', 'parity_pw_0');
-});
-afterAll(async () => {
-  await cluster?.stop();
-});
-beforeEach(async () => {
-  dir = join(await mkdtemp(join(tmpdir(), 'hotload-pg-parity-')), 'secret');
-  writer = new AtomicSecretWriter(dir);
-});
-afterEach(async () => {
-  await rm(join(dir, '..'), { recursive: true, force: true });
-});
-
-function secret(password: string, extra: Record<string, string> = {}) {
-  return {
-    hostname: cluster.host,
-    port: String(cluster.port),
-    username: 'parity',
-    password,
-    database: 'postgres',
-    ...extra,
-  };
-}
+const fixture = useSecretDirectory('parity', 'parity_pw_0');
 
 /** The same pool three ways: pg.Pool, hotload static, hotload with the secret directory. */
 function pools(
@@ -61,7 +31,7 @@ function pools(
  * source's first read); every pool made is ended after the test.
  */
 function factories(options: pg.PoolConfig, password = 'parity_pw_0') {
-  const connection = { ...cluster.connectionConfig({ user: 'parity', password }) };
+  const connection = { ...fixture.cluster.connectionConfig({ user: 'parity', password }) };
   const ended = <T extends pg.Pool>(pool: T): T => {
     onTestFinished(async () => {
       if (!pool.ending) await pool.end();
@@ -71,7 +41,7 @@ function factories(options: pg.PoolConfig, password = 'parity_pw_0') {
   return {
     pg: () => ended(new pg.Pool({ ...connection, ...options })),
     static: () => ended(new Pool({ ...connection, ...options })),
-    source: () => ended(new Pool({ ...options, hotload: { source: { secretDirectory: dir } } })),
+    source: () => ended(new Pool({ ...options, hotload: { source: { secretDirectory: fixture.dir } } })),
   };
 }
 
@@ -87,7 +57,7 @@ async function outcome(promise: Promise<unknown>): Promise<unknown> {
 
 describe('checkout failures fail like pg.Pool', () => {
   it('a failing verify option fails the checkout at once (one connection tried)', async () => {
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     const verify = (_client: pg.PoolClient, done: (err?: Error) => void) => done(new Error('verify says no'));
     const made = pools({ verify } as pg.PoolConfig);
     for (const [name, pool] of Object.entries(made)) {
@@ -101,7 +71,7 @@ describe('checkout failures fail like pg.Pool', () => {
   });
 
   it('a failing onConnect hook while another client is checked out fails the checkout (no wait, no retries)', async () => {
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     let fail = false;
     const onConnect = async () => {
       if (fail) throw new Error('onConnect says no');
@@ -117,10 +87,12 @@ describe('checkout failures fail like pg.Pool', () => {
   });
 
   it('connectionTimeoutMillis bounds the whole wait of a queued checkout, with pg’s error', async () => {
-    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
+    const proxy = await FaultProxy.start({ host: fixture.cluster.host, port: fixture.cluster.port });
     onTestFinished(() => proxy.close());
-    await writer.write(secret('parity_pw_0', { hostname: proxy.host, port: String(proxy.port) }));
-    const connection = cluster.connectionConfig({ user: 'parity', password: 'parity_pw_0' });
+    await fixture.writer.write(
+      fixture.secret('parity_pw_0', { hostname: proxy.host, port: String(proxy.port) }),
+    );
+    const connection = fixture.cluster.connectionConfig({ user: 'parity', password: 'parity_pw_0' });
     const options = {
       ...connection,
       host: proxy.host,
@@ -130,7 +102,11 @@ describe('checkout failures fail like pg.Pool', () => {
     };
     const made: pg.Pool[] = [
       new pg.Pool(options),
-      new Pool({ max: 1, connectionTimeoutMillis: 300, hotload: { source: { secretDirectory: dir } } }),
+      new Pool({
+        max: 1,
+        connectionTimeoutMillis: 300,
+        hotload: { source: { secretDirectory: fixture.dir } },
+      }),
     ];
     onTestFinished(async () => {
       await Promise.all(made.map((pool) => pool.end()));
@@ -152,14 +128,14 @@ describe('checkout failures fail like pg.Pool', () => {
 
 describe('credentials refused while the secret is behind (the one intended difference)', () => {
   it('waits for a client of the generation when the database refuses the old password; pg.Pool fails', async () => {
-    await cluster.query("ALTER ROLE parity PASSWORD 'behind_1'");
-    await writer.write(secret('behind_1'));
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'behind_1'");
+    await fixture.writer.write(fixture.secret('behind_1'));
     const made = pools({ max: 4 }, 'behind_1');
     const source = made.source as Pool;
     const held = await source.connect();
     const heldPid = (await held.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     const pgHeld = await made.pg.connect();
-    await cluster.query("ALTER ROLE parity PASSWORD 'behind_2'"); // the secret follows later
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'behind_2'"); // the secret follows later
     // pg.Pool: the new connection is refused for the old password, the query fails.
     expect(await outcome(made.pg.query('SELECT 1'))).toMatchObject({ error: { code: '28P01' } });
     pgHeld.release();
@@ -174,22 +150,53 @@ describe('credentials refused while the secret is behind (the one intended diffe
     held.release();
     expect((await query).rows[0].pid).toBe(heldPid);
     const switched = nextEvent(made.source, 'switch');
-    await writer.write(secret('behind_2'));
+    await fixture.writer.write(fixture.secret('behind_2'));
     await switched;
     expect((await made.source.query('SELECT current_user AS u')).rows).toEqual([{ u: 'parity' }]);
-    await cluster.query("ALTER ROLE parity PASSWORD 'parity_pw_0'");
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'parity_pw_0'");
   });
 
-  it('gives up after credentialWaitMillis with the database’s error when nothing comes', async () => {
-    await cluster.query("ALTER ROLE parity PASSWORD 'stuck_1'");
-    await writer.write(secret('stuck_1'));
+  it('re-reads the source at once when the database refuses the credentials (no file event needed)', async () => {
+    // A libpq-environment source: a new PGPASSWORD in its env object makes no file event,
+    // so only the re-read on the refused login can find it.
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'env_1'");
+    const connection = fixture.cluster.connectionConfig();
+    const env = {
+      PGHOST: connection.host,
+      PGPORT: String(connection.port),
+      PGUSER: 'parity',
+      PGPASSWORD: 'env_1',
+      PGDATABASE: 'postgres',
+      PGPASSFILE: join(fixture.dir, '..', 'pgpass'),
+    };
     const pool = new Pool({
       max: 2,
-      hotload: { source: { secretDirectory: dir }, credentialWaitMillis: 200 },
+      hotload: { source: { libpqEnv: true, env }, credentialWaitMillis: 30_000 },
     });
     onTestFinished(() => pool.end());
     const held = await pool.connect();
-    await cluster.query("ALTER ROLE parity PASSWORD 'stuck_2'");
+    const first = pool.generation;
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'env_2'");
+    env.PGPASSWORD = 'env_2';
+    const switched = nextEvent(pool, 'switch');
+    const query = pool.query('SELECT current_user AS u');
+    await switched;
+    expect((await query).rows).toEqual([{ u: 'parity' }]);
+    expect(pool.generation).toBeGreaterThan(first ?? 0);
+    held.release();
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'parity_pw_0'");
+  });
+
+  it('gives up after credentialWaitMillis with the database’s error when nothing comes', async () => {
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'stuck_1'");
+    await fixture.writer.write(fixture.secret('stuck_1'));
+    const pool = new Pool({
+      max: 2,
+      hotload: { source: { secretDirectory: fixture.dir }, credentialWaitMillis: 200 },
+    });
+    onTestFinished(() => pool.end());
+    const held = await pool.connect();
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'stuck_2'");
     const connects: unknown[] = [];
     pool.on('connect', (client) => connects.push(client));
     expect(await outcome(pool.query('SELECT 1'))).toMatchObject({
@@ -197,13 +204,13 @@ describe('credentials refused while the secret is behind (the one intended diffe
     });
     expect(connects).toEqual([]); // no connection got through meanwhile
     held.release();
-    await cluster.query("ALTER ROLE parity PASSWORD 'parity_pw_0'");
+    await fixture.cluster.query("ALTER ROLE parity PASSWORD 'parity_pw_0'");
   });
 });
 
 describe('end()', () => {
   it('rejects a second end() as pg.Pool does, promise and callback forms', async () => {
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     const made = pools({});
     for (const [name, pool] of Object.entries(made)) {
       await pool.query('SELECT 1');
@@ -219,7 +226,7 @@ describe('end()', () => {
   });
 
   it('lets a query asked before end() finish, even before the source was first read', async () => {
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     for (const [name, make] of Object.entries(factories({}))) {
       const pool = make();
       const asked = pool.query('SELECT 1 AS one');
@@ -231,7 +238,7 @@ describe('end()', () => {
 
 describe('counts', () => {
   it('counts a checkout in progress in totalCount, before the source was read too', async () => {
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     for (const [name, make] of Object.entries(factories({ max: 2 }))) {
       const pool = make();
       const queries = [pool.query('SELECT 1'), pool.query('SELECT 1'), pool.query('SELECT 1')];
@@ -243,30 +250,35 @@ describe('counts', () => {
 
 describe('no valid config at start', () => {
   it('a missing secret folder: ready() and queries reject with the SourceError; it serves once the folder appears', async () => {
-    const pool = new Pool({ hotload: { source: { secretDirectory: dir } } });
+    const pool = new Pool({ hotload: { source: { secretDirectory: fixture.dir } } });
     onTestFinished(() => pool.end());
     await expect(pool.ready()).rejects.toBeInstanceOf(SourceError);
     await expect(pool.ready()).rejects.toMatchObject({ code: 'missing' });
     await expect(pool.query('SELECT 1')).rejects.toMatchObject({ name: 'SourceError', code: 'missing' });
     const switched = nextEvent(pool, 'switch');
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     await switched;
     expect((await pool.query('SELECT current_user AS u')).rows).toEqual([{ u: 'parity' }]);
     await expect(pool.ready()).resolves.toBeUndefined();
   });
 
+  it('Pool.create() rejects with the SourceError instead (and ends the pool)', async () => {
+    const created = Pool.create({ hotload: { source: { secretDirectory: fixture.dir } } });
+    await expect(created).rejects.toMatchObject({ name: 'SourceError', code: 'missing' });
+  });
+
   it('a first config that cannot be built (missing sslrootcert): SourceError, fast failures, then recovery', async () => {
-    await writer.write(
-      secret('parity_pw_0', { sslmode: 'verify-full', sslrootcert: '/nonexistent/root.crt' }),
+    await fixture.writer.write(
+      fixture.secret('parity_pw_0', { sslmode: 'verify-full', sslrootcert: '/nonexistent/root.crt' }),
     );
-    const pool = new Pool({ hotload: { source: { secretDirectory: dir } } });
+    const pool = new Pool({ hotload: { source: { secretDirectory: fixture.dir } } });
     onTestFinished(() => pool.end());
     const error = await pool.ready().catch((err: unknown) => err);
     expect(error).toBeInstanceOf(SourceError);
     expect(error).toMatchObject({ code: 'missing', key: 'sslrootcert', file: '/nonexistent/root.crt' });
     await expect(pool.query('SELECT 1')).rejects.toBe(error);
     const switched = nextEvent(pool, 'switch');
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     await switched;
     expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
   });
@@ -274,20 +286,24 @@ describe('no valid config at start', () => {
 
 describe('the process exits as it would with pg.Pool', () => {
   const run = (scenario: string) =>
-    promisify(execFile)(process.execPath, ['--import', 'tsx', join(here, 'child/exits.ts'), scenario, dir], {
-      cwd: join(here, '../../..'),
-      // A guard, not a measurement: a child still running then has hung.
-      timeout: 30_000,
-    });
+    promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', join(here, 'child/exits.ts'), scenario, fixture.dir],
+      {
+        cwd: join(here, '../../..'),
+        // A guard, not a measurement: a child still running then has hung.
+        timeout: 30_000,
+      },
+    );
 
   it('with allowExitOnIdle, and after idleTimeoutMillis, a pool never ended does not hold the process', async () => {
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     expect((await run('allowExitOnIdle')).stdout.trim()).toBe('queried: 1');
     expect((await run('idleTimeout')).stdout.trim()).toBe('queried: 1');
   });
 
   it('a constructor that throws leaves no watcher running', async () => {
-    await writer.write(secret('parity_pw_0'));
+    await fixture.writer.write(fixture.secret('parity_pw_0'));
     expect((await run('throwingConstructor')).stdout.trim()).toMatch(/^threw: /);
   });
 });

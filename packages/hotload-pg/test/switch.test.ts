@@ -10,7 +10,7 @@ import {
   type VerifyFailedEvent,
 } from 'hotload-pg';
 import { FaultProxy, nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
-import type pg from 'pg';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { configFor, createRole, settledSessions } from './helpers.js';
 
@@ -97,6 +97,9 @@ describe('password rotation', () => {
     const left = appA(await settledSessions(cluster, onlyLast));
     expect(left.length).toBeGreaterThan(0);
     expect(new Set(left.map((s) => s.application_name))).toEqual(new Set(['rotation-6']));
+    // Those sessions logged in with pw_a_6: the previous password is refused by now.
+    const withOldPassword = new pg.Client(cluster.connectionConfig({ user: 'app_a', password: 'pw_a_5' }));
+    await expect(withOldPassword.connect()).rejects.toMatchObject({ code: '28P01' });
     const text = JSON.stringify(events);
     for (let round = 1; round <= 6; round++) expect(text).not.toContain(`pw_a_${round}`);
     expect(events.filter((e) => (e as SwitchEvent).toGeneration !== undefined)).toHaveLength(5);
@@ -308,7 +311,10 @@ describe('faults', () => {
       proxy.stall();
       const stuck = pool.query('SELECT 1').catch((error: Error) => error);
       proxy.resetAll();
-      await stuck;
+      // The query in flight on the reset connection fails as it would with pg.Pool.
+      expect(await stuck).toMatchObject({
+        message: expect.stringMatching(/Connection terminated|ECONNRESET/),
+      });
       await proxy.resume();
       await pool.end();
       expect(pool.ended).toBe(true);
