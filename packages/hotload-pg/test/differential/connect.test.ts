@@ -2,7 +2,7 @@
  * pool.connect and client.release, differentially: promise and callback forms, release(),
  * release(err), release(true), double release, the wait queue and maxUses.
  */
-import type pg from 'pg';
+import pg from 'pg';
 import { describe, it } from 'vitest';
 import { Differential, once } from './differential.js';
 
@@ -106,6 +106,17 @@ describe('pool.connect (same as pg.Pool)', () => {
       const b = await waiting;
       rec.step('waiter served', { client: rec.idOf('client', b) });
       b.release();
+    });
+  });
+
+  it('the Client option: clients are built from the given class', async () => {
+    class TaggedClient extends pg.Client {
+      readonly tag = 'tagged';
+    }
+    await diff.expectSame({ Client: TaggedClient } as pg.PoolConfig, async ({ pool, rec }) => {
+      const client = await pool.connect();
+      rec.step('client class', { tagged: client instanceof TaggedClient });
+      client.release();
     });
   });
 });

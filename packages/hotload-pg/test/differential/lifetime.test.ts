@@ -49,4 +49,17 @@ describe('clients retired by the pool (same as pg.Pool)', () => {
       rec.step('held one removed');
     });
   });
+
+  it('min: idle clients beyond min time out, min of them stay', async () => {
+    await diff.expectSame({ min: 1, idleTimeoutMillis: 30 }, async ({ pool, rec }) => {
+      const a = await pool.connect();
+      const b = await pool.connect();
+      const removed = once(pool, 'remove');
+      a.release();
+      b.release();
+      await removed;
+      rec.step('one removed, min kept');
+      await rec.settle('served by the kept client', pool.query('SELECT 1 AS one'));
+    });
+  });
 });
