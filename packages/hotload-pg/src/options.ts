@@ -36,7 +36,7 @@ export interface HotloadOptions {
    * with pg.Pool. Default 5 000.
    */
   credentialWaitMillis?: number;
-  /** Options of the source watcher (debounce: default 2 ms for a pool). */
+  /** Options of the source watcher (debounce). */
   watcher?: SourceWatcherOptions;
   /**
    * What this pool is called in metric labels, diagnostics messages and log lines.

@@ -45,12 +45,9 @@ interface Waiter {
   timer: NodeJS.Timeout | undefined;
   /** Answered (served, failed or timed out): a late client goes straight back. */
   settled: boolean;
-  /** `performance.now()` after which a credential failure fails it (see credentialWaitMillis). */
-  credentialDeadline: number | undefined;
+  /** Fails it with the refused login's error once `credentialWaitMillis` ran out. */
+  credentialTimer: NodeJS.Timeout | undefined;
 }
-
-/** The pool's default for the source watcher's `debounceMillis` (see the constructor). */
-const POOL_DEBOUNCE_MILLIS = 2;
 
 /** pg-pool's error for a checkout not served within `connectionTimeoutMillis`. */
 const CONNECT_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
@@ -128,16 +125,8 @@ export class Pool extends pg.Pool {
     // constructor that throws leaves nothing running.
     if (source !== undefined) {
       // Kept watching when the first read fails (the pool serves once the source is
-      // valid); never keeping the process alive (pg.Pool would not). Debounce 2 ms by
-      // default (hotload-core's is 10): reads are snapshot-consistent and a read disturbed
-      // by more events is confirmed by the next one, so a short debounce costs at most an
-      // extra read, and the switch starts that much sooner.
-      const watcherOptions = {
-        debounceMillis: POOL_DEBOUNCE_MILLIS,
-        ...hotload?.watcher,
-        keepWatchingOnStartError: true,
-        persistent: false,
-      };
+      // valid); never keeping the process alive (pg.Pool would not).
+      const watcherOptions = { ...hotload?.watcher, keepWatchingOnStartError: true, persistent: false };
       this.#watcher = new Watcher(source, watcherOptions);
     }
     this.#observe(hotload);
@@ -442,7 +431,7 @@ export class Pool extends pg.Pool {
       startedAt,
       timer: undefined,
       settled: false,
-      credentialDeadline: undefined,
+      credentialTimer: undefined,
     };
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
@@ -473,6 +462,7 @@ export class Pool extends pg.Pool {
     }
     waiter.settled = true;
     clearTimeout(waiter.timer);
+    clearTimeout(waiter.credentialTimer);
     const index = this.#waiters.indexOf(waiter);
     if (index !== -1) this.#waiters.splice(index, 1);
     if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
@@ -546,13 +536,20 @@ export class Pool extends pg.Pool {
     startedAt: number,
   ): boolean {
     if (this.ending) return false;
+    const serving = generation === this.#current;
+    if (serving && (this.#watcher === undefined || !isCredentialFailure(err) || generation.live === 0)) {
+      return false;
+    }
     const waiter = this.#waiterOf.get(callback) ?? this.#newWaiter(callback, startedAt);
-    if (generation === this.#current) {
-      if (this.#watcher === undefined || !isCredentialFailure(err) || generation.live === 0) return false;
-      const now = performance.now();
-      waiter.credentialDeadline ??= now + this.#switchOptions.credentialWaitMillis;
-      if (now >= waiter.credentialDeadline) return false;
-      this.#watcher.reread();
+    if (serving) {
+      if (waiter.credentialTimer === undefined) {
+        waiter.credentialTimer = setTimeout(
+          () => this.#settle(waiter, err),
+          this.#switchOptions.credentialWaitMillis,
+        );
+        waiter.credentialTimer.unref();
+      }
+      this.#watcher?.reread();
       this.#pauseAfterCredentialFailure(generation);
     }
     if (waiter.settled) return true; // timed out meanwhile: answered already
