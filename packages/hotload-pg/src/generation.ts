@@ -35,10 +35,10 @@ export interface GenerationHooks {
   onClosed(generation: Generation): void;
   /**
    * A checkout failed to open a new connection. Returning true takes the request over
-   * (the pool queues it again); false lets it fail with `err`. `startedAt`
-   * (`performance.now()`) is when the checkout was asked of this generation.
+   * (the pool queues it again); false lets it fail with `err`. `context` is what the
+   * caller gave {@link Generation.checkout} with the request.
    */
-  onConnectFailed(generation: Generation, err: Error, callback: CheckoutCallback, startedAt: number): boolean;
+  onConnectFailed(generation: Generation, err: Error, callback: CheckoutCallback, context: unknown): boolean;
   /**
    * A client of the generation failed: a checkout's connect, a release with an error
    * (`pool.query` releases with the query's error) or an idle client's socket.
@@ -130,15 +130,14 @@ export class Generation {
    * {@link hasCapacity}. With `direct`, a failed connect goes straight to `callback`
    * (verify wants the error); otherwise the pool may take the request over.
    */
-  checkout(callback: CheckoutCallback, direct = false): void {
+  checkout(callback: CheckoutCallback, direct = false, context?: unknown): void {
     this.outstanding++;
-    const startedAt = performance.now();
     this.pool.connect((err, client, pgRelease) => {
       if (err !== undefined || client === undefined) {
         const error = err ?? new Error('hotload-pg: checkout returned no client');
         this.outstanding--;
         if (!direct) this.hooks.onError?.(this, error);
-        if (direct || !this.hooks.onConnectFailed(this, error, callback, startedAt)) {
+        if (direct || !this.hooks.onConnectFailed(this, error, callback, context)) {
           callback(error, undefined, noop);
         }
         this.hooks.onCheckin(this);

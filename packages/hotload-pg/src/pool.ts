@@ -40,17 +40,24 @@ import { type NodeCallback, promisify } from './promisify.js';
  */
 interface Waiter {
   readonly callback: CheckoutCallback;
-  /** `performance.now()` at the checkout call. */
-  readonly startedAt: number;
   timer: NodeJS.Timeout | undefined;
+  /** In the pool's queue (so answering it must take it out). */
+  queued: boolean;
   /** Answered (served, failed or timed out): a late client goes straight back. */
   settled: boolean;
+  /**
+   * Asked while there was no generation yet and within `max`: pg.Pool would be opening a
+   * connection for it, so its timeout is pg's connection timeout, not the queue's.
+   */
+  readonly connecting: boolean;
   /** Fails it with the refused login's error once `credentialWaitMillis` ran out. */
   credentialTimer: NodeJS.Timeout | undefined;
 }
 
 /** pg-pool's error for a checkout not served within `connectionTimeoutMillis`. */
 const CONNECT_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
+/** pg-pool's error for a new connection not made within `connectionTimeoutMillis`. */
+const CONNECTION_TIMEOUT_MESSAGE = 'Connection terminated due to connection timeout';
 /** pg-pool's error for work asked after `end()`. */
 const ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
 
@@ -84,8 +91,6 @@ export class Pool extends pg.Pool {
   readonly #generations = new Set<Generation>();
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiters: Waiter[] = [];
-  /** The waiter behind each callback handed to a generation (to requeue it with its timer). */
-  readonly #waiterOf = new WeakMap<CheckoutCallback, Waiter>();
   #current: Generation | undefined;
   declare [baseOptions]: pg.PoolOptions;
   #nextId = 1;
@@ -422,23 +427,34 @@ export class Pool extends pg.Pool {
       process.nextTick(() => callback(error, undefined, noop));
       return;
     }
-    this.#waiters.push(this.#newWaiter(callback, performance.now()));
+    const connecting = current === undefined && this.#waiters.length < this.options.max;
+    this.#queue(this.#newWaiter(callback, connecting));
   }
 
-  #newWaiter(callback: CheckoutCallback, startedAt: number): Waiter {
+  #queue(waiter: Waiter, first = false): void {
+    waiter.queued = true;
+    if (first) this.#waiters.unshift(waiter);
+    else this.#waiters.push(waiter);
+  }
+
+  #newWaiter(callback: CheckoutCallback, connecting = false): Waiter {
     const waiter: Waiter = {
       callback,
-      startedAt,
+      connecting,
+      queued: false,
       timer: undefined,
       settled: false,
       credentialTimer: undefined,
     };
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
-      const left = Math.max(0, timeout - (performance.now() - startedAt));
+      const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
+      // pg-pool calls a timed-out queued checkout back with the error alone, a failed
+      // connection with (err, undefined, noop).
+      const arity = connecting ? 3 : 1;
       waiter.timer = setTimeout(
-        () => this.#settle(waiter, new Error(CONNECT_TIMEOUT_MESSAGE), undefined, noop, 1),
-        left,
+        () => this.#settle(waiter, new Error(message), undefined, noop, arity),
+        timeout,
       );
       waiter.timer.unref();
     }
@@ -463,8 +479,10 @@ export class Pool extends pg.Pool {
     waiter.settled = true;
     clearTimeout(waiter.timer);
     clearTimeout(waiter.credentialTimer);
-    const index = this.#waiters.indexOf(waiter);
-    if (index !== -1) this.#waiters.splice(index, 1);
+    if (waiter.queued) {
+      waiter.queued = false;
+      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+    }
     if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
     else waiter.callback(err, client, release);
   }
@@ -475,14 +493,15 @@ export class Pool extends pg.Pool {
     if (current === undefined) return;
     while (this.#waiters.length > 0 && current.hasCapacity()) {
       const waiter = this.#waiters.shift()!;
-      const deliver: CheckoutCallback = (err, client, release) => this.#settle(waiter, err, client, release);
-      this.#waiterOf.set(deliver, waiter);
-      current.checkout(deliver);
+      waiter.queued = false;
+      // The waiter goes along as context: a failed connect may queue it again, timer running.
+      current.checkout((err, client, release) => this.#settle(waiter, err, client, release), false, waiter);
     }
   }
 
   #failWaiters(error: Error): void {
     for (const waiter of this.#waiters.splice(0)) {
+      waiter.queued = false;
       process.nextTick(() => this.#settle(waiter, error));
     }
   }
@@ -494,8 +513,8 @@ export class Pool extends pg.Pool {
     onClosed: (generation) => {
       this.#generations.delete(generation);
     },
-    onConnectFailed: (generation, err, callback, startedAt) =>
-      this.#requeueAfterConnectFailure(generation, err, callback, startedAt),
+    onConnectFailed: (generation, err, callback, context) =>
+      this.#requeueAfterConnectFailure(generation, err, callback, context as Waiter | undefined),
     onError: (generation, err) => {
       if (generation === this.#current && !this.#reselecting && isFailoverSignal(err)) {
         const settings = this.#settingsOf.get(generation);
@@ -533,14 +552,16 @@ export class Pool extends pg.Pool {
     generation: Generation,
     err: Error,
     callback: CheckoutCallback,
-    startedAt: number,
+    queuedBefore: Waiter | undefined,
   ): boolean {
     if (this.ending) return false;
     const serving = generation === this.#current;
     if (serving && (this.#watcher === undefined || !isCredentialFailure(err) || generation.live === 0)) {
       return false;
     }
-    const waiter = this.#waiterOf.get(callback) ?? this.#newWaiter(callback, startedAt);
+    // A checkout that went straight to the generation gets its clock now: its own connect
+    // was bounded by connectionTimeoutMillis already (no time is read on that hot path).
+    const waiter = queuedBefore ?? this.#newWaiter(callback);
     if (serving) {
       if (waiter.credentialTimer === undefined) {
         waiter.credentialTimer = setTimeout(
@@ -553,7 +574,7 @@ export class Pool extends pg.Pool {
       this.#pauseAfterCredentialFailure(generation);
     }
     if (waiter.settled) return true; // timed out meanwhile: answered already
-    this.#waiters.unshift(waiter);
+    this.#queue(waiter, true);
     return true;
   }
 
