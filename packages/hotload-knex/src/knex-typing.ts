@@ -4,7 +4,7 @@
  * `knex({ client: HotloadPgClient, hotload: {...} })` and a knexfile typed `Knex.Config`
  * compile, and instances default their row type exactly as `knex()` does.
  */
-import type { knex, Knex } from 'knex';
+import type { Knex, knex } from 'knex';
 import type { HotloadKnexOptions } from './options.js';
 
 declare module 'knex' {
@@ -25,4 +25,5 @@ declare module 'knex' {
  * The row type `knex()` gives an instance when none is named (knex declares it as a
  * default type argument), so code moved from `knex()` to `createHotloadKnex()` keeps compiling.
  */
-export type KnexDefaultRecord = ReturnType<typeof knex> extends Knex<infer TRecord, unknown[]> ? TRecord : never;
+export type KnexDefaultRecord =
+  ReturnType<typeof knex> extends Knex<infer TRecord, unknown[]> ? TRecord : never;

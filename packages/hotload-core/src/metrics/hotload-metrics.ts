@@ -1,10 +1,10 @@
 import type { ChangeEvent } from '../events.js';
 import { loadPromClient } from './prom-client-loader.js';
 import type {
-  PromClientModule,
   PromCounter as Counter,
   PromGauge as Gauge,
   PromHistogram as Histogram,
+  PromClientModule,
   PromMetric,
   PromRegistry as Registry,
 } from './prom-client-types.js';
