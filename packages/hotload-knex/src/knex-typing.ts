@@ -22,8 +22,10 @@ declare module 'knex' {
 }
 
 /**
- * The row type `knex()` gives an instance when none is named (knex declares it as a
- * default type argument), so code moved from `knex()` to `createHotloadKnex()` keeps compiling.
+ * The row type `knex()` gives an instance when none is named: knex declares
+ * `knex<TRecord extends {} = any, ...>`, so code moved from `knex()` to
+ * `createHotloadKnex()` keeps compiling. (It cannot be derived: `ReturnType` of a generic
+ * function instantiates the constraint `{}`, not the default.)
  */
-export type KnexDefaultRecord =
-  ReturnType<typeof knex> extends Knex<infer TRecord, unknown[]> ? TRecord : never;
+// biome-ignore lint/suspicious/noExplicitAny: the same default row type as knex() itself
+export type KnexDefaultRecord = any;
