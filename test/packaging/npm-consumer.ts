@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { isolatedNodeEnv } from 'hotload-test-support';
 
 const run = promisify(execFile);
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -31,26 +32,12 @@ export interface Tarball {
   readonly files: readonly string[];
 }
 
-/**
- * The environment of commands run for the consumer project: without what pnpm and vitest
- * set for the repository (pnpm's bin shims put the workspace's store on NODE_PATH, which
- * would let the consumer resolve packages it never installed, such as prom-client).
- */
-function consumerEnvironment(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const key of Object.keys(env)) {
-    if (key === 'NODE_PATH' || key === 'NODE_OPTIONS' || key.toLowerCase().startsWith('npm_'))
-      delete env[key];
-  }
-  return env;
-}
-
 /** Standard output of a command; a failure's error carries what the command printed (tsc prints errors on stdout). */
 export async function runIn(cwd: string, command: string, args: string[]): Promise<string> {
   try {
     const { stdout } = await run(command, args, {
       cwd,
-      env: consumerEnvironment(),
+      env: isolatedNodeEnv(),
       maxBuffer: 64 * 1024 * 1024,
     });
     return stdout;

@@ -15,6 +15,7 @@ export {
 } from './app-database.js';
 export { type AppDatabaseSuite, useAppDatabases } from './app-database-suite.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
+export { isolatedNodeEnv } from './isolated-env.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
 export { type EventSource, nextEvent } from './next-event.js';
 export { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
@@ -22,6 +23,7 @@ export {
   CLUSTER_DIR_PREFIX,
   type ClusterOptions,
   type ConnectionConfig,
+  freePort,
   PostgresCluster,
   startCluster,
 } from './postgres-cluster.js';

@@ -4,7 +4,6 @@
  * `knex({ client: HotloadPgClient, hotload: {...} })` and a knexfile typed `Knex.Config`
  * compile, and instances default their row type exactly as `knex()` does.
  */
-import type { Knex, knex } from 'knex';
 import type { HotloadKnexOptions } from './options.js';
 
 declare module 'knex' {
