@@ -5,7 +5,8 @@
 //                                          package's <name>.api.md matches its API
 //   node scripts/api-reports.mjs --update  rewrite the .api.md reports (commit them)
 // A report changes only when the public API does, so its diff in a pull request is the
-// API review. The .api.json doc models (for an API reference site) go to <pkg>/.tmp/api/.
+// API review. The .api.json doc models go to .tmp/api-model/ (`run api:docs` turns them into
+// a Markdown API reference in .tmp/api-reference/).
 import { readdirSync } from 'node:fs';
 import { Extractor, ExtractorConfig } from '@microsoft/api-extractor';
 
