@@ -7,6 +7,7 @@ import {
   npmInstall,
   type PackedManifest,
   packPublishable,
+  publishablePackageNames,
   rangeFor,
   removeProject,
   repoDevVersion,
@@ -18,7 +19,6 @@ import {
 // them), installed with npm into a fresh project without prom-client (an optional peer),
 // then loaded through import() and require() and compiled by a strict tsc with
 // skipLibCheck false. `npm test` builds dist/ before the tests run.
-const PUBLISHABLE = ['hotload-claim-reconciler', 'hotload-core', 'hotload-knex', 'hotload-pg'];
 const SETUP_MILLIS = 600_000;
 
 describe('the packed packages, installed with npm into a fresh project', () => {
@@ -56,7 +56,7 @@ describe('the packed packages, installed with npm into a fresh project', () => {
   afterAll(() => removeProject(dir));
 
   it('packs every publishable package with workspace ranges rewritten, LICENSE and CHANGELOG', async () => {
-    expect(tarballs.map((tarball) => tarball.manifest.name).sort()).toEqual(PUBLISHABLE);
+    expect(tarballs.map((tarball) => tarball.manifest.name).sort()).toEqual(await publishablePackageNames());
     const license = await readFile(new URL('../../LICENSE', import.meta.url), 'utf8');
     for (const { manifest, files } of tarballs) {
       expect(JSON.stringify(manifest), manifest.name).not.toContain('workspace:');
@@ -99,6 +99,7 @@ describe('the packed packages, installed with npm into a fresh project', () => {
       const esm = JSON.parse(await runIn(project(), process.execPath, ['imports.mjs']));
       const cjs = JSON.parse(await runIn(project(), process.execPath, ['imports.cjs']));
       expect(esm).toEqual(cjs);
+      expect(Object.keys(esm).sort()).toEqual(await publishablePackageNames());
       expect(esm['hotload-pg']).toEqual(expect.arrayContaining(['Pool', 'createPgModule']));
       expect(esm['hotload-knex']).toEqual(expect.arrayContaining(['HotloadPgClient', 'createHotloadKnex']));
       expect(esm['hotload-core']).toEqual(expect.arrayContaining(['SourceWatcher']));

@@ -47,6 +47,16 @@ export async function runIn(cwd: string, command: string, args: string[]): Promi
   }
 }
 
+/** Names of the packages under packages/ that are not private, sorted. */
+export async function publishablePackageNames(): Promise<string[]> {
+  const names: string[] = [];
+  for (const dir of await readdir(join(repoRoot, 'packages'))) {
+    const manifest = JSON.parse(await readFile(join(repoRoot, 'packages', dir, 'package.json'), 'utf8'));
+    if (!manifest.private) names.push(manifest.name);
+  }
+  return names.sort();
+}
+
 /** `pnpm pack` of every package under packages/ (their `dist/` must be built). */
 export async function packPublishable(destination: string): Promise<Tarball[]> {
   await runIn(repoRoot, process.execPath, [

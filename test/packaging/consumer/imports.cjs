@@ -1,6 +1,6 @@
-// CommonJS: every package's public entry loads through `require`; prints the export names.
+// CommonJS: every installed hotload tarball loads through `require`; prints the export names.
+const { dependencies } = require('./package.json');
+const packed = Object.keys(dependencies).filter((name) => dependencies[name].startsWith('file:'));
 const names = {};
-for (const name of ['hotload-core', 'hotload-pg', 'hotload-knex', 'hotload-claim-reconciler']) {
-  names[name] = Object.keys(require(name)).sort();
-}
+for (const name of packed) names[name] = Object.keys(require(name)).sort();
 console.log(JSON.stringify(names));
