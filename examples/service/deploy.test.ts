@@ -68,12 +68,17 @@ describe('the built service, installed as the image installs it, started as the 
 
   beforeAll(async () => {
     // The Dockerfile's build stage, minus the workspace build `npm test` already did.
+    if (!existsSync(join(serviceDir, 'dist/main.js'))) {
+      throw new Error(
+        'examples/service/dist/main.js is missing: run `node scripts/pnpm.mjs run build` first',
+      );
+    }
     await run(
       process.execPath,
       [
         'scripts/pnpm.mjs',
         '--recursive',
-        '--filter',
+        '--filter-prod', // only what the service needs at run time, not its test devDependencies
         'hotload-example-service^...',
         'pack',
         '--pack-destination',
@@ -102,6 +107,9 @@ describe('the built service, installed as the image installs it, started as the 
   });
 
   it('answers /healthz on loopback and on the machine address, serves queries, and exits 0 on SIGTERM', async () => {
+    // The image holds the service's run-time workspace packages, nothing for its tests.
+    const image = JSON.parse(readFileSync(join(imageDir, 'package.json'), 'utf8'));
+    expect(Object.keys(image.dependencies).sort()).toEqual(['hotload-core', 'hotload-pg']);
     const port = await freePort();
     const [command, ...args] = container.command;
     service = spawn(command === 'node' ? process.execPath : String(command), args, {
