@@ -87,6 +87,8 @@ describe('the packed packages, installed with npm into a fresh project', () => {
 
   it.for(['lowest', 'highest'] as const)(
     'loads through import() and require(), and strict tsc compiles, with the %s pg 8.x allowed',
+    // npm install + two tsc runs: well under a minute alone, more on a loaded CI machine.
+    { timeout: SETUP_MILLIS },
     async (which, { skip }) => {
       const index = which === 'lowest' ? 0 : 1;
       if (index === 1 && pg[0] === pg[1] && typesPg[0] === typesPg[1]) {
@@ -113,7 +115,5 @@ describe('the packed packages, installed with npm into a fresh project', () => {
         await runIn(project(), process.execPath, ['node_modules/typescript/bin/tsc', '-p', config]);
       }
     },
-    // npm install + two tsc runs: well under a minute alone, more on a loaded CI machine.
-    SETUP_MILLIS,
   );
 });
