@@ -31,6 +31,8 @@ export interface PromGauge extends PromMetric {
 export interface PromHistogram extends PromMetric {
   observe(value: number): void;
   observe(labels: PromLabelValues, value: number): void;
+  /** Creates the series of `labels` with every bucket at 0. */
+  zero(labels: PromLabelValues): void;
 }
 
 /** A prom-client `Registry`, as hotload and the claim reconciler use it. */
