@@ -2,40 +2,19 @@
  * `npm run demo`: credentials change under a running service and nothing fails.
  * See pipeline.ts for what happens; this file is the terminal front end.
  */
-import { parseArgs } from 'node:util';
+import { DEMO_HELP, parseDemoCommand } from './cli-options.js';
 import { type PipelineResult, runPipelineDemo } from './pipeline.js';
 
-const HELP = `Usage: npm run demo -- [options]
-
-Runs the whole pipeline on embedded PostgreSQL: a DatabaseClaim is reconciled into a
-database, login users and a kubelet-style secret folder; the example service reads it
-through hotload-pg; concurrent HTTP load runs while passwords rotate (switching the login
-user _a <-> _b) and the database moves to a second PostgreSQL instance.
-
-Options:
-  --duration <seconds>   how long the load runs (default 20)
-  --rotations <n>        password rotations during the run (default 4)
-  --concurrency <n>      concurrent request loops (default 8)
-  -h, --help             show this help
-
-Exit status: 0 when every request succeeded, 1 when any failed, 2 on a usage error,
-3 when the pipeline could not be set up or a change could not be made.`;
-
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '20' },
-    rotations: { type: 'string', default: '4' },
-    concurrency: { type: 'string', default: '8' },
-    help: { type: 'boolean', short: 'h', default: false },
-  },
-});
-if (values.help) {
-  console.log(HELP);
+const command = parseDemoCommand(process.argv.slice(2));
+if (command.kind === 'help') {
+  console.log(DEMO_HELP);
   process.exit(0);
 }
-const durationSeconds = positiveNumber('duration', values.duration);
-const rotations = positiveNumber('rotations', values.rotations);
-const concurrency = positiveNumber('concurrency', values.concurrency);
+if (command.kind === 'usage-error') {
+  console.error(`demo: ${command.message} (npm run demo -- --help lists the options)`);
+  process.exit(2);
+}
+const { durationSeconds, rotations, concurrency } = command;
 
 console.log(
   `Starting two embedded PostgreSQL instances, reconciling the example claim, starting the service...`,
@@ -82,13 +61,4 @@ function printSummary(r: PipelineResult): void {
   for (const [k, v] of rows) console.log(`  ${k.padEnd(width)}  ${v}`);
   console.log('  (1) secret changed → new pool serving   (2) secret changed → last old connection closed');
   for (const failure of r.stats.failures) console.log(`  failure: ${failure}`);
-}
-
-function positiveNumber(name: string, raw: string): number {
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) {
-    console.error(`--${name} must be a positive number, got "${raw}"\n\n${HELP}`);
-    process.exit(2);
-  }
-  return value;
 }

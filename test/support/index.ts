@@ -17,6 +17,7 @@ export {
 } from './app-database.js';
 export { type AppDatabaseSuite, type RotatingDriver, useAppDatabases } from './app-database-suite.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
+export { isolatedNodeEnv } from './isolated-env.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
 export {
   DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS,
@@ -30,6 +31,7 @@ export {
   CLUSTER_DIR_PREFIX,
   type ClusterOptions,
   type ConnectionConfig,
+  freePort,
   PostgresCluster,
   startCluster,
 } from './postgres-cluster.js';

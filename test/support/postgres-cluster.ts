@@ -349,7 +349,8 @@ function copyDataDirectory(from: string, to: string): void {
   mkdirSync(join(to, 'pg_wal', 'archive_status'), { recursive: true });
 }
 
-function freePort(): Promise<number> {
+/** A TCP port free on loopback right now (the OS picks it). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

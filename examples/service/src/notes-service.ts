@@ -8,6 +8,14 @@ export interface NotesServiceOptions {
   secretDirectory: string;
   /** HTTP port; 0 picks a free one. */
   port?: number;
+  /** Address to listen on. Default `127.0.0.1` (the demo and tests). */
+  host?: string;
+  /**
+   * Listen on every interface instead (`host` is ignored): Node binds `::`, or `0.0.0.0`
+   * where IPv6 is off. What `main.ts` does by default, as a container must for the
+   * kubelet's probes and the Service to reach it.
+   */
+  allInterfaces?: boolean;
   /** How long a retiring pool may keep checked-out clients before they are closed. */
   drainTimeoutMillis?: number;
 }
@@ -47,9 +55,18 @@ export async function startNotesService(options: NotesServiceOptions): Promise<N
   const server = createServer((req, res) => {
     route(pool, req, res).catch((error: unknown) => reply(res, 500, { error: describe(error) }));
   });
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, pool, close: () => closeAll(server, pool) };
+  const host = options.allInterfaces ? undefined : (options.host ?? '127.0.0.1');
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, resolve);
+  });
+  return { url: localUrl(server.address() as AddressInfo), pool, close: () => closeAll(server, pool) };
+}
+
+/** A URL this machine can reach the server at: loopback when it listens on every interface. */
+function localUrl({ address, family, port }: AddressInfo): string {
+  if (address === '::' || address === '0.0.0.0') return `http://127.0.0.1:${port}`;
+  return family === 'IPv6' ? `http://[${address}]:${port}` : `http://${address}:${port}`;
 }
 
 async function route(pool: Pool, req: IncomingMessage, res: ServerResponse): Promise<void> {

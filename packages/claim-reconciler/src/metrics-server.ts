@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Registry } from 'prom-client';
+import type { PromRegistry as Registry } from 'hotload-core';
 
 /** A running metrics endpoint. */
 export interface MetricsServer {

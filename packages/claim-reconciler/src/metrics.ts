@@ -4,7 +4,7 @@
  * ...), as a small interface the reconciler calls, and a Prometheus implementation on the
  * optional `prom-client` peer.
  */
-import type * as PromClient from 'prom-client';
+import type { PromClientModule, PromMetric, PromRegistry } from 'hotload-core';
 import type { ClaimResult } from './reconciler.js';
 
 /** What the reconciler reports. All durations are in seconds. */
@@ -72,12 +72,18 @@ export const CLAIM_STATES: readonly ClaimResult[] = [
  * (`users_updated_total`, `user_update_time_seconds`), as in the database controller.
  */
 export function prometheusMetrics(
-  client: Pick<typeof PromClient, 'Counter' | 'Histogram' | 'Gauge'>,
-  registry: PromClient.Registry,
+  client: Pick<PromClientModule, 'Counter' | 'Histogram' | 'Gauge'>,
+  registry: PromRegistry,
 ): ReconcilerMetrics {
-  const counter = (name: string, help: string) => new client.Counter({ name, help, registers: [registry] });
+  // Metrics are registered after construction: the structural PromRegistry type (which
+  // keeps prom-client's types out of this package's declarations) cannot be a `registers` entry.
+  const register = <M extends PromMetric>(metric: M): M => {
+    registry.registerMetric(metric);
+    return metric;
+  };
+  const counter = (name: string, help: string) => register(new client.Counter({ name, help, registers: [] }));
   const histogram = (name: string, help: string) =>
-    new client.Histogram({ name, help, registers: [registry] });
+    register(new client.Histogram({ name, help, registers: [] }));
   const N = METRIC_NAMES;
   const usersCreated = counter(N.usersCreated, 'Number of created users');
   const userCreateSeconds = histogram(N.userCreateSeconds, 'Histogram of user creation time in seconds');
@@ -96,12 +102,14 @@ export function prometheusMetrics(
   const claimsLoaded = counter(N.claimsLoaded, 'Total DBClaims loaded');
   const claimLoadSeconds = histogram(N.claimLoadSeconds, 'Time to load a DBClaim');
   const claimLoadErrors = counter(N.claimLoadErrors, 'Total DBClaim load errors');
-  const claims = new client.Gauge({
-    name: N.claims,
-    help: 'DBClaims by the state they ended the last pass in',
-    labelNames: ['state'],
-    registers: [registry],
-  });
+  const claims = register(
+    new client.Gauge({
+      name: N.claims,
+      help: 'DBClaims by the state they ended the last pass in',
+      labelNames: ['state'],
+      registers: [],
+    }),
+  );
   for (const state of CLAIM_STATES) claims.set({ state }, 0);
   return {
     usersCreated(count, seconds) {

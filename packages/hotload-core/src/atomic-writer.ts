@@ -29,6 +29,7 @@ export interface SecretFile {
 /** Key → content. Keys are relative paths; a key with `/` makes a sub-folder. */
 export type SecretPayload = Readonly<Record<string, string | Buffer | Uint8Array | SecretFile>>;
 
+/** What {@link writeSecretAtomically} did. */
 export interface AtomicWriteResult {
   /** False when the payload equals what is there already: nothing was touched. */
   changed: boolean;
@@ -54,6 +55,7 @@ export interface AtomicWriteOptions {
   onStep?: (step: AtomicWriteStep) => void | Promise<void>;
 }
 
+/** Options of {@link writeSecretAtomically}. */
 export interface AtomicSecretWriterOptions {
   /** Mode for files whose entry gives none. Default 0o600 (secrets readable by their owner only). */
   fileMode?: number;

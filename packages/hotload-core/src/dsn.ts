@@ -13,6 +13,7 @@ export interface DsnProblem {
   readonly problem: string;
 }
 
+/** The parameters of a DSN, or why it could not be parsed. */
 export type DsnParseResult = { readonly params: Record<string, string> } | DsnProblem;
 
 const URI_SCHEME = /^postgres(?:ql)?:\/\//i;

@@ -21,6 +21,7 @@ export type SourceErrorCode =
   | 'incomplete'
   | 'invalid-value';
 
+/** The fields of a {@link SourceError}. */
 export interface SourceErrorInit {
   code: SourceErrorCode;
   /** Short description of the source, e.g. `secret-dir /etc/db`. Never content. */

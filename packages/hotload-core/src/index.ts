@@ -58,7 +58,17 @@ export {
   HotloadMetrics,
   type HotloadMetricsOptions,
 } from './metrics/hotload-metrics.js';
-export { loadPromClient, type PromClientModule } from './metrics/prom-client-loader.js';
+export { loadPromClient } from './metrics/prom-client-loader.js';
+export type {
+  PromClientModule,
+  PromCounter,
+  PromGauge,
+  PromHistogram,
+  PromLabelValues,
+  PromMetric,
+  PromMetricConfiguration,
+  PromRegistry,
+} from './metrics/prom-client-types.js';
 export { LIBPQ_KEYWORDS, SECRET_KEYWORDS, SSL_MODES } from './params.js';
 export { lookupPgpass, type PgpassQuery } from './pgpass.js';
 export { MAX_SOURCE_FILE_BYTES } from './read-file.js';

@@ -100,6 +100,7 @@ export const SSL_MODES = [
   'verify-full',
   'no-verify',
 ] as const;
+/** One of {@link SSL_MODES}: a libpq `sslmode` value. */
 export type SslMode = (typeof SSL_MODES)[number];
 
 export function isSslMode(value: string): value is SslMode {

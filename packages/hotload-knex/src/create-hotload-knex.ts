@@ -1,9 +1,10 @@
 import knex, { type Knex } from 'knex';
 import type { HotloadKnexEvents } from './events.js';
 import { type HotloadKnexConfig, HotloadPgClient } from './hotload-pg-client.js';
+import type { KnexDefaultRecord } from './knex-typing.js';
 
 /** A Knex instance on a hotload source, with its switch and drain events at `hotload`. */
-export type HotloadKnex<TRecord extends {} = Record<string, unknown>, TResult = unknown[]> = Knex<
+export type HotloadKnex<TRecord extends {} = KnexDefaultRecord, TResult = unknown[]> = Knex<
   TRecord,
   TResult
 > & {
@@ -16,7 +17,7 @@ export type HotloadKnex<TRecord extends {} = Record<string, unknown>, TResult = 
  * read and is being watched, so a broken source fails here (with a `SourceError`)
  * rather than on the first query.
  */
-export async function createHotloadKnex<TRecord extends {} = Record<string, unknown>, TResult = unknown[]>(
+export async function createHotloadKnex<TRecord extends {} = KnexDefaultRecord, TResult = unknown[]>(
   config: Omit<HotloadKnexConfig, 'client'>,
 ): Promise<HotloadKnex<TRecord, TResult>> {
   const instance = knex<TRecord, TResult>({ ...config, client: HotloadPgClient } as Knex.Config);

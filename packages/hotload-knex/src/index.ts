@@ -18,4 +18,5 @@ export {
   logKnexEvents,
   type ObservableKnexClient,
 } from './knex-observability.js';
+export type { KnexDefaultRecord } from './knex-typing.js';
 export type { HotloadKnexOptions } from './options.js';

@@ -153,7 +153,7 @@ describe('Knex features across a switch', () => {
     const db = knex({
       client: HotloadPgClient,
       hotload: { source: { secretDirectory: secret.path } },
-    } as never);
+    });
     const client = db.client as HotloadPgClient;
     await client.hotload.ready;
     const before = active;

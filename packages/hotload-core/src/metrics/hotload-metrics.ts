@@ -1,6 +1,13 @@
-import type { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ChangeEvent } from '../events.js';
-import { loadPromClient, type PromClientModule } from './prom-client-loader.js';
+import { loadPromClient } from './prom-client-loader.js';
+import type {
+  PromCounter as Counter,
+  PromGauge as Gauge,
+  PromHistogram as Histogram,
+  PromClientModule,
+  PromMetric,
+  PromRegistry as Registry,
+} from './prom-client-types.js';
 
 /**
  * Names of hotload's Prometheus metrics. The first three are Go hotload's names (same
@@ -87,13 +94,16 @@ export class HotloadMetrics {
     const labelNames = ['source'];
     const counter = (name: string, help: string) =>
       (find(name) as Counter | undefined) ??
-      new client.Counter({ name, help, labelNames, registers: [registry] });
+      registered(registry, new client.Counter({ name, help, labelNames, registers: [] }));
     const gauge = (name: string, help: string, names = labelNames) =>
       (find(name) as Gauge | undefined) ??
-      new client.Gauge({ name, help, labelNames: names, registers: [registry] });
+      registered(registry, new client.Gauge({ name, help, labelNames: names, registers: [] }));
     const histogram = (name: string, help: string) =>
       (find(name) as Histogram | undefined) ??
-      new client.Histogram({ name, help, labelNames, buckets: SECONDS_BUCKETS, registers: [registry] });
+      registered(
+        registry,
+        new client.Histogram({ name, help, labelNames, buckets: SECONDS_BUCKETS, registers: [] }),
+      );
     const N = HOTLOAD_METRIC_NAMES;
     this.#changes = counter(N.changes, 'Hotload change total by source');
     this.#lastChanged = gauge(N.lastChanged, 'Hotload last changed (unix timestamp, seconds) by source');
@@ -182,11 +192,11 @@ export class HotloadMetrics {
 
 /** The connections gauge: filled from the registered readers at scrape time. */
 function createConnectionsGauge(client: PromClientModule, registry: Registry): Gauge {
-  return new client.Gauge({
+  const gauge = new client.Gauge({
     name: HOTLOAD_METRIC_NAMES.connections,
     help: 'Open connections by source and state (current: serving generation; retiring: the others)',
     labelNames: ['source', 'state'],
-    registers: [registry],
+    registers: [],
     collect(this: Gauge) {
       this.reset();
       const totals = new Map<string, { current: number; retiring: number }>();
@@ -208,4 +218,11 @@ function createConnectionsGauge(client: PromClientModule, registry: Registry): G
       }
     },
   });
+  return registered(registry, gauge);
+}
+
+/** Registers `metric` on `registry` and returns it. */
+function registered<M extends PromMetric>(registry: Registry, metric: M): M {
+  registry.registerMetric(metric);
+  return metric;
 }

@@ -1,8 +1,5 @@
 import { createRequire } from 'node:module';
-import type * as PromClient from 'prom-client';
-
-/** The parts of the `prom-client` module hotload uses. */
-export type PromClientModule = Pick<typeof PromClient, 'Counter' | 'Gauge' | 'Histogram' | 'register'>;
+import type { PromClientModule } from './prom-client-types.js';
 
 let loaded: PromClientModule | undefined;
 
