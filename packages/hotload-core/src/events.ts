@@ -27,4 +27,11 @@ export interface SourceWatcherOptions {
    * Lines carry `source` (paths) and fingerprints, never a secret.
    */
   logger?: HotloadLogger;
+  /**
+   * When the initial read fails, keep watching instead of stopping: `start()` still
+   * rejects with the `SourceError`, and the first valid read is emitted as a `change`
+   * (with no `previousFingerprint`). The generation manager uses it so that a service
+   * started before its secret was mounted serves as soon as it is. Default false.
+   */
+  keepWatchingOnStartError?: boolean;
 }

@@ -49,6 +49,31 @@ export { isSourceError, SourceError, type SourceErrorCode, type SourceErrorInit 
 export type { ChangeEvent, SourceWatcherOptions } from './events.js';
 export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from './format.js';
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
+export {
+  backoffDelay,
+  type DrainedEvent,
+  ForceClosedError,
+  type ForceClosedEvent,
+  type GenerationDriver,
+  GenerationManager,
+  type GenerationTarget,
+  instrumentLifecycle,
+  isFailoverSignal,
+  isMultiHost,
+  type LifecycleEvents,
+  type LifecycleOptions,
+  logLifecycleEvents,
+  type ObservableLifecycle,
+  publishLifecycleDiagnostics,
+  ReadOnlyHostError,
+  type ResolvedLifecycleOptions,
+  requiresWritable,
+  resolveLifecycleOptions,
+  type SourceErrorEvent,
+  type SwitchEvent,
+  type VerifyFailedEvent,
+  type VerifySession,
+} from './lifecycle/index.js';
 export { type HotloadLogger, type LoggedError, loggedError, silentLogger } from './logging/logger.js';
 export {
   type ConnectionCounts,

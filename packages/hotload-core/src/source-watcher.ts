@@ -66,6 +66,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   #reading: Promise<void> | undefined;
   #lastErrorMessage: string | undefined;
   readonly #dirs: ReadonlySet<string>;
+  readonly #keepWatchingOnStartError: boolean;
 
   constructor(source: ConnectionSource, options: SourceWatcherOptions = {}) {
     super();
@@ -74,6 +75,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     if (!Number.isFinite(debounce) || debounce < 0) throw new RangeError('debounceMillis must be >= 0');
     this.debounceMillis = debounce;
     this.#logger = options.logger ?? silentLogger;
+    this.#keepWatchingOnStartError = options.keepWatchingOnStartError ?? false;
     this.#dirs = new Set(source.watchPaths.map((p) => resolve(p)));
   }
 
@@ -106,9 +108,20 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     try {
       return await initial;
     } catch (error) {
-      await this.close();
+      if (this.#keepWatchingOnStartError && !this.#closed) this.#keepWatchingAfter(error as SourceError);
+      else await this.close();
       throw error;
     }
+  }
+
+  /**
+   * The initial read failed and the caller wants the watch kept: the failure counts as
+   * the last error (so it is not emitted twice), a missing source is polled for, and the
+   * next valid read is a `change`.
+   */
+  #keepWatchingAfter(error: SourceError): void {
+    this.#lastErrorMessage = error.message;
+    if (error.code === 'missing') this.#startMissingPoll();
   }
 
   /** Stops watching; no timers or file handles remain. Idempotent. */
@@ -140,6 +153,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
         this.#rearming = undefined;
       });
     }, MISSING_POLL_MILLIS);
+    this.#missingPoll.unref();
   }
 
   #stopMissingPoll(): void {
@@ -171,6 +185,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     const watcher = watch([...parents], {
       depth: 1,
       ignoreInitial: true,
+      // Watching alone never keeps the process alive: a service ends when its work ends.
+      persistent: false,
       followSymlinks: false,
       // no delayed 'unlink' (chokidar's atomic-write collapsing): every event re-reads anyway
       atomic: false,
