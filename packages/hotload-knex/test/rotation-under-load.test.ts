@@ -43,7 +43,7 @@ describe('Knex under load while credentials rotate', () => {
         await setPassword(cluster, active, password);
         const switched = nextEvent(db.hotload, 'switch');
         await secret.write(cluster, active, password);
-        const { generation, previousGeneration, user } = await switched;
+        const { toGeneration: generation, fromGeneration: previousGeneration, user } = await switched;
         expect(user).toBe(active);
         await nextEvent(db.hotload, 'drained', (event) => event.generation === previousGeneration);
         await load.moreSucceeded(50);

@@ -1,6 +1,4 @@
-import { readFileSync } from 'node:fs';
-import type { ConnectionOptions } from 'node:tls';
-import type { ConnectionConfig, HostPort } from 'hotload-core';
+import { type ConnectionConfig, type HostPort, libpqTlsOptions } from 'hotload-core';
 import type postgres from 'postgres';
 
 /** postgres.js's options without custom types. */
@@ -48,19 +46,7 @@ export function toPostgresOptions(
   options.user = config.user;
   options.database = config.database;
   if (config.password !== undefined) options.password = config.password;
-  const ssl = config.sslmode === undefined ? base.ssl : toSsl(config.sslmode, params);
+  const ssl = config.sslmode === undefined ? base.ssl : libpqTlsOptions(config.sslmode, params);
   if (ssl !== undefined) options.ssl = ssl;
   return options as PostgresOptions;
-}
-
-/** libpq sslmode → postgres.js `ssl`, with libpq's meaning (as hotload-pg maps it for pg). */
-function toSsl(sslmode: string, params: Readonly<Record<string, string>>): PostgresOptions['ssl'] {
-  if (sslmode === 'disable' || sslmode === 'allow' || sslmode === 'prefer') return false;
-  const tls: ConnectionOptions = {};
-  if (params.sslrootcert) tls.ca = readFileSync(params.sslrootcert, 'utf8');
-  if (params.sslcert) tls.cert = readFileSync(params.sslcert, 'utf8');
-  if (params.sslkey) tls.key = readFileSync(params.sslkey, 'utf8');
-  if (sslmode === 'require' || sslmode === 'no-verify') tls.rejectUnauthorized = false;
-  if (sslmode === 'verify-ca') tls.checkServerIdentity = () => undefined;
-  return tls;
 }

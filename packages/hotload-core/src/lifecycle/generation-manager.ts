@@ -88,7 +88,12 @@ export class GenerationManager<Generation, Client, Connection = Client>
     this.#prepare = options.prepare;
     const source = createSource(options.source);
     this.name = options.name ?? source.description;
-    this.sourceWatcher = new SourceWatcher(source, { ...options.watcher, keepWatchingOnStartError: true });
+    // The lifecycle's logger also logs the watcher's changes, unless the watcher has its own.
+    this.sourceWatcher = new SourceWatcher(source, {
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...options.watcher,
+      keepWatchingOnStartError: true,
+    });
     // Observers before start, so a throwing one (prom-client missing) leaves no watcher running.
     publishLifecycleDiagnostics(this);
     if (options.metrics) instrumentLifecycle(this, options.metrics === true ? {} : options.metrics);
