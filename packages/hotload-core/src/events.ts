@@ -34,4 +34,10 @@ export interface SourceWatcherOptions {
    * started before its secret was mounted serves as soon as it is. Default false.
    */
   keepWatchingOnStartError?: boolean;
+  /**
+   * Whether the file watch keeps the process alive on its own (chokidar's `persistent`).
+   * Default true; the generation manager sets false, so a service ends when its work
+   * ends even if nobody closed its pool.
+   */
+  persistent?: boolean;
 }

@@ -67,6 +67,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   #lastErrorMessage: string | undefined;
   readonly #dirs: ReadonlySet<string>;
   readonly #keepWatchingOnStartError: boolean;
+  readonly #persistent: boolean;
 
   constructor(source: ConnectionSource, options: SourceWatcherOptions = {}) {
     super();
@@ -76,6 +77,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     this.debounceMillis = debounce;
     this.#logger = options.logger ?? silentLogger;
     this.#keepWatchingOnStartError = options.keepWatchingOnStartError ?? false;
+    this.#persistent = options.persistent ?? true;
     this.#dirs = new Set(source.watchPaths.map((p) => resolve(p)));
   }
 
@@ -185,8 +187,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     const watcher = watch([...parents], {
       depth: 1,
       ignoreInitial: true,
-      // Watching alone never keeps the process alive: a service ends when its work ends.
-      persistent: false,
+      persistent: this.#persistent,
       followSymlinks: false,
       // no delayed 'unlink' (chokidar's atomic-write collapsing): every event re-reads anyway
       atomic: false,

@@ -91,6 +91,8 @@ export class GenerationManager<Generation, Client, Connection = Client>
     // The lifecycle's logger also logs the watcher's changes, unless the watcher has its own.
     this.sourceWatcher = new SourceWatcher(source, {
       ...(options.logger ? { logger: options.logger } : {}),
+      // Watching alone never keeps the process alive: a service ends when its work ends.
+      persistent: false,
       ...options.watcher,
       keepWatchingOnStartError: true,
     });
