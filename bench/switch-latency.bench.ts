@@ -65,7 +65,7 @@ try {
     const secret = new SecretDirectory();
     await secret.write(cluster, 'app_a', passwords.app_a);
     const subject = await driver.create({
-      secretDirectory: secret.path,
+      source: { secretDirectory: secret.path },
       drainTimeoutMillis: 30_000,
       max: WORKERS,
     });

@@ -2,6 +2,9 @@
  * One contract, every driver: what "follows the source" means, run against each driver
  * on the same real clusters and secret directory (see ./subjects.ts).
  */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { writeSecretAtomically } from 'hotload-core';
 import {
   APP_DATABASE,
@@ -10,6 +13,7 @@ import {
   nextEvent,
   sessionsOfAfterExit,
   setPassword,
+  startCluster,
   useAppDatabases,
   WorkerLoad,
 } from 'hotload-test-support';
@@ -53,7 +57,11 @@ describe('contract: every driver follows the source', () => {
       subject = undefined;
     });
     const create = async (drainTimeoutMillis = 30_000): Promise<Subject> => {
-      subject = await driver.create({ secretDirectory: secret.path, drainTimeoutMillis, max: WORKERS });
+      subject = await driver.create({
+        source: { secretDirectory: secret.path },
+        drainTimeoutMillis,
+        max: WORKERS,
+      });
       return subject;
     };
     const sessionUser = async (s: Subject): Promise<unknown> =>
@@ -164,3 +172,43 @@ describe('contract: every driver follows the source', () => {
     await standbyOf?.stop();
   });
 });
+
+describe.each(DRIVERS)(
+  'contract: $name follows a failover (host list, target_session_attrs=read-write)',
+  (driver) => {
+    it('moves to the promoted standby by itself, with no secret change', async () => {
+      const primary = await startCluster();
+      const standby = await primary.createStandby().catch(async (error: unknown) => {
+        await primary.stop();
+        throw error;
+      });
+      const dir = mkdtempSync(join(tmpdir(), 'hotload-contract-failover-'));
+      let subject: Subject | undefined;
+      try {
+        const c = primary.connectionConfig();
+        const auth = `${encodeURIComponent(c.user)}:${encodeURIComponent(c.password)}`;
+        const dsnFile = join(dir, 'dsn');
+        writeFileSync(
+          dsnFile,
+          `postgres://${auth}@${primary.host}:${primary.port},${standby.host}:${standby.port}/${c.database}?target_session_attrs=read-write\n`,
+        );
+        subject = await driver.create({ source: { dsnFile }, drainTimeoutMillis: 1_000, max: 2 });
+        const s = subject;
+        const port = async (): Promise<number> =>
+          Number((await s.query("SELECT current_setting('port') AS port"))[0]?.port);
+        expect(await port()).toBe(primary.port);
+        const switched = nextEvent(s.events, 'switch');
+        await primary.shutdown('immediate');
+        // The failure of this query is what tells the driver the primary is gone.
+        await expect(s.query('SELECT 1')).rejects.toThrow();
+        await standby.promote();
+        await switched;
+        expect(await port()).toBe(standby.port);
+      } finally {
+        await subject?.end();
+        await Promise.all([standby.stop(), primary.stop()]);
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  },
+);

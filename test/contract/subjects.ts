@@ -3,7 +3,7 @@
  * query, hold a connection, and hear the lifecycle's events under their common names.
  */
 import { EventEmitter } from 'node:events';
-import type { LifecycleEvents } from 'hotload-core';
+import type { LifecycleEvents, SourceSpec } from 'hotload-core';
 import { HotloadGenericPool } from 'hotload-generic-pool';
 import { createHotloadKnex } from 'hotload-knex';
 import { Pool } from 'hotload-pg';
@@ -28,7 +28,7 @@ export interface Subject {
 
 /** What every subject is built from. */
 export interface SubjectOptions {
-  readonly secretDirectory: string;
+  readonly source: SourceSpec;
   readonly drainTimeoutMillis: number;
   readonly max: number;
 }
@@ -52,8 +52,8 @@ const LIFECYCLE_EVENTS: ReadonlyArray<keyof LifecycleEvents> = [
   'sourceError',
 ];
 
-function hotloadOf({ secretDirectory, drainTimeoutMillis }: SubjectOptions) {
-  return { source: { secretDirectory }, drainTimeoutMillis };
+function hotloadOf({ source, drainTimeoutMillis }: SubjectOptions) {
+  return { source, drainTimeoutMillis, verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 200 };
 }
 
 /** Re-emits an emitter's lifecycle events on a plain EventEmitter (names are already the lifecycle's). */
@@ -135,6 +135,8 @@ export const DRIVERS: readonly Driver[] = [
     cancelsOnForceClose: false,
     async create(options) {
       const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options) });
+      // As with pg.Pool, idle clients whose server goes away report it here.
+      pool.on('error', () => {});
       return {
         events: forward(pool),
         query: async (sql) => (await pool.query(sql)).rows,

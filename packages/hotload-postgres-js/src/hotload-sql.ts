@@ -2,6 +2,7 @@ import { GenerationManager, type LifecycleOptions, resolveLifecycleOptions } fro
 import type postgres from 'postgres';
 import { type PostgresGeneration, PostgresJsDriver } from './postgres-js-driver.js';
 import type { PostgresOptions } from './postgres-options.js';
+import { reportFailures } from './report-failures.js';
 
 /** Options of {@link createHotloadSql}. */
 export interface HotloadSqlOptions {
@@ -39,22 +40,36 @@ export async function createHotloadSql(options: HotloadSqlOptions): Promise<Hotl
   return followingSql(manager);
 }
 
-/** The `sql` proxy: calls and property reads go to the serving generation's instance. */
+/** `sql` members that run queries (the others, like `sql.typed` or `sql.json`, build values). */
+const RUNS_QUERIES = new Set<string | symbol>(['unsafe', 'file', 'begin', 'reserve', 'listen', 'notify']);
+
+/**
+ * The `sql` proxy: calls and property reads go to the serving generation's instance, and
+ * what they return reports its failure to the lifecycle (a lost connection or `25006` may
+ * mean the primary moved: host lists re-run host selection).
+ */
 function followingSql(manager: HotloadSql['hotload']): HotloadSql {
-  const current = (): postgres.Sql => {
+  const current = (): PostgresGeneration => {
     const generation = manager.current;
     if (generation === undefined) throw new Error('hotload-postgres-js: closed');
-    return generation.sql;
+    return generation;
   };
+  const reported = <T>(generation: PostgresGeneration, value: T): T =>
+    reportFailures(value, (error) => manager.reportError(generation, error));
   const end = async (): Promise<void> => manager.close();
   return new Proxy(function hotloadSql() {} as unknown as HotloadSql, {
-    apply: (_target, thisArg, args: unknown[]) => Reflect.apply(current(), thisArg, args),
+    apply: (_target, thisArg, args: unknown[]) => {
+      const generation = current();
+      return reported(generation, Reflect.apply(generation.sql, thisArg, args));
+    },
     get: (_target, property) => {
       if (property === 'hotload') return manager;
       if (property === 'end' || property === 'close') return end;
-      const sql = current();
-      const value: unknown = Reflect.get(sql, property);
-      return typeof value === 'function' ? value.bind(sql) : value;
+      const generation = current();
+      const value: unknown = Reflect.get(generation.sql, property);
+      if (typeof value !== 'function') return value;
+      if (!RUNS_QUERIES.has(property)) return value.bind(generation.sql);
+      return (...args: unknown[]) => reported(generation, Reflect.apply(value, generation.sql, args));
     },
   });
 }
