@@ -21,13 +21,17 @@ export interface PostgresGeneration {
 export class PostgresJsDriver
   implements GenerationDriver<PostgresGeneration, postgres.ReservedSql, PostgresGeneration>
 {
+  #serving: PostgresGeneration | undefined;
+
   constructor(
     private readonly options: PostgresOptions,
     private readonly drainTimeoutMillis: number,
   ) {}
 
   build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
-    return { id, sql: postgres(toPostgresOptions(this.options, config, host)), ending: undefined };
+    const sql = postgres(toPostgresOptions(this.options, config, host));
+    carryTypeHandlers(this.#serving?.sql, sql);
+    return { id, sql, ending: undefined };
   }
 
   async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
@@ -39,7 +43,9 @@ export class PostgresJsDriver
     };
   }
 
-  promote(): void {}
+  promote(candidate: PostgresGeneration): void {
+    this.#serving = candidate;
+  }
 
   drain(generation: PostgresGeneration): Promise<void> {
     generation.ending ??= generation.sql.end({ timeout: this.drainTimeoutMillis / 1000 });
@@ -62,4 +68,16 @@ export class PostgresJsDriver
   count(): number {
     return 0;
   }
+}
+
+/**
+ * Libraries configure postgres.js by changing the instance's `options.parsers` and
+ * `options.serializers` in place (Drizzle makes dates and JSON pass through untouched):
+ * each new generation starts with the serving one's, so a switch does not change how
+ * values are read or written.
+ */
+function carryTypeHandlers(from: postgres.Sql | undefined, to: postgres.Sql): void {
+  if (from === undefined) return;
+  Object.assign(to.options.parsers, from.options.parsers);
+  Object.assign(to.options.serializers, from.options.serializers);
 }
