@@ -85,7 +85,12 @@ export { loadPromClient, type PromClientModule } from './metrics/prom-client-loa
 export { LIBPQ_KEYWORDS, SECRET_KEYWORDS, SSL_MODES } from './params.js';
 export { type CancelTarget, type PgWireModule, sendCancelRequest } from './pg/cancel-request.js';
 export { type ForceClosablePgClient, forceClosePgClient } from './pg/force-close-pg-client.js';
-export { libpqTlsOptions, type PgClientSettings, toPgClientSettings } from './pg/to-pg-config.js';
+export {
+  libpqTlsOptions,
+  type PgClientSettings,
+  type PgConnectionFields,
+  toPgClientSettings,
+} from './pg/to-pg-config.js';
 export { lookupPgpass, type PgpassQuery } from './pgpass.js';
 export { MAX_SOURCE_FILE_BYTES } from './read-file.js';
 export { REDACTED, RedactedError, redactError } from './redact.js';

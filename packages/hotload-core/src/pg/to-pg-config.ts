@@ -1,6 +1,24 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
-import type { ConnectionConfig, HostPort } from '../config.js';
+import type { HostPort } from '../config.js';
+
+/**
+ * The connection fields the mapping reads: a `ConnectionConfig` has this shape, and so
+ * may anything built in code.
+ */
+export interface PgConnectionFields {
+  /** The first host (used when no `host` is given to the mapping). */
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** Read only here; never copied into anything enumerable. */
+  readonly password: string | undefined;
+  readonly database: string;
+  /** libpq sslmode. */
+  readonly sslmode: string | undefined;
+  /** Other libpq parameters (`application_name`, `connect_timeout`, `sslrootcert`, ...). */
+  readonly params: Readonly<Record<string, string>>;
+}
 
 /** pg's client options as far as the mapping writes them (structural: hotload-core does not load pg). */
 export type PgClientSettings = Record<string, unknown> & {
@@ -48,8 +66,8 @@ const PASS_THROUGH_PARAMS = [
  */
 export function toPgClientSettings(
   base: Readonly<Record<string, unknown>>,
-  config: ConnectionConfig,
-  host: HostPort = config.hosts[0]!,
+  config: PgConnectionFields,
+  host: HostPort = { host: config.host, port: config.port },
 ): PgClientSettings {
   const settings: PgClientSettings = { ...base };
   for (const field of CONNECTION_FIELDS) delete settings[field];
