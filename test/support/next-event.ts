@@ -2,7 +2,9 @@
 
 /** What {@link nextEvent} needs of an emitter (any `EventEmitter`). */
 export interface EventSource<T> {
-  on(event: string, listener: (payload: T) => void): unknown;
+  // `never`: emitters that type their events strictly (a hotload Pool, like pg.Pool, accepts
+  // only the events it emits) are sources too; the payload type comes from the caller.
+  on(event: never, listener: never): unknown;
   removeListener(event: string, listener: (payload: T) => void): unknown;
 }
 
@@ -18,6 +20,6 @@ export function nextEvent<T>(
       emitter.removeListener(event, listener);
       resolve(payload);
     };
-    emitter.on(event, listener);
+    (emitter.on as (event: string, listener: (payload: T) => void) => unknown).call(emitter, event, listener);
   });
 }

@@ -28,16 +28,15 @@ export interface SourceWatcherOptions {
    */
   logger?: HotloadLogger;
   /**
-   * When the initial read fails, keep watching instead of stopping: `start()` still
-   * rejects with the `SourceError`, and the first valid read is emitted as a `change`
-   * (with no `previousFingerprint`). The generation manager uses it so that a service
-   * started before its secret was mounted serves as soon as it is. Default false.
+   * When the first read fails, `start()` still rejects, but the watcher keeps watching
+   * (instead of closing) and emits `change` as soon as the source becomes valid. Default
+   * false. hotload's pools set it: a pod may start before its secret is published.
    */
   keepWatchingOnStartError?: boolean;
   /**
-   * Whether the file watch keeps the process alive on its own (chokidar's `persistent`).
-   * Default true; the generation manager sets false, so a service ends when its work
-   * ends even if nobody closed its pool.
+   * Whether the file watches keep the process alive (chokidar's `persistent`). Default
+   * true; hotload's pools set false, so a program using one exits when its own work is
+   * done, as it would with the plain driver. (The watcher's timers never keep it alive.)
    */
   persistent?: boolean;
 }

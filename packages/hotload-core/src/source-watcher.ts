@@ -88,8 +88,12 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
 
   /**
    * Starts watching, then reads the source once. Resolves with the initial config once
-   * the watcher is ready; rejects with a {@link SourceError} (and stops watching) if the
-   * source is invalid. Calling it again returns the same promise.
+   * the watcher is ready; rejects with a {@link SourceError} (and stops watching, unless
+   * `keepWatchingOnStartError`) if the source is invalid. Calling it again returns the
+   * same promise.
+   *
+   * Its timers never keep the process alive, nor do its file watches with
+   * `persistent: false`.
    */
   start(): Promise<ConnectionConfig> {
     this.#started ??= this.#start();
@@ -110,20 +114,25 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     try {
       return await initial;
     } catch (error) {
-      if (this.#keepWatchingOnStartError && !this.#closed) this.#keepWatchingAfter(error as SourceError);
-      else await this.close();
+      if (!this.#keepWatchingOnStartError || this.#closed) {
+        await this.close();
+        throw error;
+      }
+      // Watching on: the next event (or the missing-source poll) re-reads, and a valid
+      // read is a change from nothing. The same error is not reported twice.
+      this.#lastErrorMessage = (error as Error).message;
+      if ((error as SourceError).code === 'missing') this.#startMissingPoll();
       throw error;
     }
   }
 
   /**
-   * The initial read failed and the caller wants the watch kept: the failure counts as
-   * the last error (so it is not emitted twice), a missing source is polled for, and the
-   * next valid read is a `change`.
+   * Reads the source again soon (after `debounceMillis`), as a file event would: for a
+   * caller that has reason to think it changed, e.g. a database refused the credentials
+   * it holds. A change is emitted as usual; nothing happens if it did not change.
    */
-  #keepWatchingAfter(error: SourceError): void {
-    this.#lastErrorMessage = error.message;
-    if (error.code === 'missing') this.#startMissingPoll();
+  reread(): void {
+    this.#schedule();
   }
 
   /** Stops watching; no timers or file handles remain. Idempotent. */
@@ -187,11 +196,11 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     const watcher = watch([...parents], {
       depth: 1,
       ignoreInitial: true,
-      persistent: this.#persistent,
       followSymlinks: false,
       // no delayed 'unlink' (chokidar's atomic-write collapsing): every event re-reads anyway
       atomic: false,
       ignorePermissionErrors: true,
+      persistent: this.#persistent,
       ignored: (path: string) => !relevant(resolve(path)),
     });
     this.#watcher = watcher;
@@ -226,6 +235,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     if (this.#timer) return;
     this.#firstEventAt = Date.now();
     this.#timer = setTimeout(() => this.#fire(), this.debounceMillis);
+    this.#timer.unref();
   }
 
   #fire(): void {
