@@ -58,6 +58,7 @@ export {
   GenerationManager,
   type GenerationTarget,
   instrumentLifecycle,
+  isCredentialFailure,
   isFailoverSignal,
   isMultiHost,
   type LifecycleEvents,

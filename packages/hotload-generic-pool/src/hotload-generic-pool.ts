@@ -56,7 +56,14 @@ export class HotloadGenericPool<Client> {
   async acquire(): Promise<Client> {
     for (;;) {
       const generation = this.hotload.current ?? (await this.hotload.whenServing());
-      const client = await generation.acquire();
+      let client: Client;
+      try {
+        client = await generation.acquire();
+      } catch (error) {
+        // A refused login or a lost server: the lifecycle may re-read the source or fail over.
+        if (error instanceof Error) this.hotload.reportError(generation, error);
+        throw error;
+      }
       // A switch while it waited: that generation is retired, take one of the new.
       if (generation.retired && !this.hotload.closed) {
         await generation.release(client);

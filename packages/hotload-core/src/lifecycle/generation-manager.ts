@@ -5,6 +5,7 @@ import type { ConnectionCounts } from '../metrics/hotload-metrics.js';
 import { redactError } from '../redact.js';
 import { SourceWatcher } from '../source-watcher.js';
 import { backoffDelay } from './backoff.js';
+import { isCredentialFailure } from './credential-failure.js';
 import type { GenerationDriver } from './driver.js';
 import type { GenerationTarget, LifecycleEvents } from './events.js';
 import { isFailoverSignal } from './failover-signal.js';
@@ -161,13 +162,16 @@ export class GenerationManager<Generation, Client, Connection = Client>
   }
 
   /**
-   * A driver reports an error of one of `generation`'s connections. With a host list and
-   * target_session_attrs=read-write, a failover signal (read-only, connection lost) on the
-   * serving generation re-runs host selection, one at a time.
+   * A driver reports an error of one of `generation`'s connections. On the serving
+   * generation: a refused login re-reads the source at once (the secret may have changed
+   * with no file event seen); with a host list and target_session_attrs=read-write, a
+   * failover signal (read-only, connection lost) re-runs host selection, one at a time.
    */
   reportError(generation: Generation, error: Error): void {
     const current = this.#current;
-    if (this.#closed || this.#reselecting || current?.handle !== generation) return;
+    if (this.#closed || current?.handle !== generation) return;
+    if (isCredentialFailure(error)) this.sourceWatcher.reread();
+    if (this.#reselecting) return;
     if (!isMultiHost(current.config) || !requiresWritable(current.config) || !isFailoverSignal(error)) return;
     this.#reselect(current.config);
   }

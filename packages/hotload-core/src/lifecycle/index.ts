@@ -1,5 +1,6 @@
 /** The generation lifecycle: one manager, small driver interface (see `GenerationManager`). */
 export { backoffDelay } from './backoff.js';
+export { isCredentialFailure } from './credential-failure.js';
 export type { GenerationDriver, VerifySession } from './driver.js';
 export type {
   DrainedEvent,

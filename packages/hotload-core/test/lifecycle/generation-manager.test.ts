@@ -173,6 +173,36 @@ describe('GenerationManager on a real secret directory and PostgreSQL', () => {
     }
   });
 
+  it('re-reads the source at once when the database refuses the credentials (no file event needed)', async () => {
+    // A libpq-environment source: a new PGPASSWORD in its env object makes no file event,
+    // so only the re-read on the refused login can find it.
+    const cluster = clusters[0]!;
+    const env = {
+      PGHOST: cluster.host,
+      PGPORT: String(cluster.port),
+      PGUSER: 'app_b',
+      PGPASSWORD: passwords.app_b,
+      PGDATABASE: APP_DATABASE,
+      PGPASSFILE: join(secret.path, 'no-pgpass'),
+    };
+    const manager = new GenerationManager(new PgClientDriver(), { source: { libpqEnv: true, env } });
+    try {
+      const generation = await manager.whenServing();
+      const password = newPassword();
+      await setPassword(cluster, 'app_b', password);
+      passwords.app_b = password;
+      env.PGPASSWORD = password;
+      const switched = nextEvent<SwitchEvent>(manager, 'switch');
+      const refused = await generation.open().catch((error: Error) => error);
+      expect(refused).toMatchObject({ code: '28P01' });
+      manager.reportError(generation, refused as Error);
+      expect((await switched).fromGeneration).toBe(generation.id);
+      expect(await sessionUser(manager)).toBe('app_b');
+    } finally {
+      await manager.close();
+    }
+  });
+
   it('holds nothing open: a process whose manager is never closed exits by itself', async () => {
     const core = join(fileURLToPath(new URL('../../dist/index.js', import.meta.url)));
     const script = `
