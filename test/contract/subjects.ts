@@ -130,9 +130,7 @@ export const DRIVERS: readonly Driver[] = [
   },
   {
     name: 'hotload-pg Pool',
-    // hotload-pg's own force-close sends no cancel request yet: it goes when its Pool is
-    // ported onto hotload-core's lifecycle (KnexDriver and the generic pool use forceClosePgClient).
-    cancelsOnForceClose: false,
+    cancelsOnForceClose: true,
     async create(options) {
       const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options) });
       // As with pg.Pool, idle clients whose server goes away report it here.
