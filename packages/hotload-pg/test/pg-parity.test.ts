@@ -45,6 +45,24 @@ function factories(options: pg.PoolConfig, password = 'parity_pw_0') {
   };
 }
 
+/**
+ * A fault proxy in front of the cluster, the secret directory pointing at it, and the
+ * same connection for a pg.Pool (closed after the test).
+ */
+async function throughProxy() {
+  const proxy = await FaultProxy.start({ host: fixture.cluster.host, port: fixture.cluster.port });
+  onTestFinished(() => proxy.close());
+  await fixture.writer.write(
+    fixture.secret('parity_pw_0', { hostname: proxy.host, port: String(proxy.port) }),
+  );
+  const connection = {
+    ...fixture.cluster.connectionConfig({ user: 'parity', password: 'parity_pw_0' }),
+    host: proxy.host,
+    port: proxy.port,
+  };
+  return { proxy, connection };
+}
+
 /** What a settled promise gave: the value, or the error's class, message and code. */
 async function outcome(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -87,16 +105,9 @@ describe('checkout failures fail like pg.Pool', () => {
   });
 
   it('connectionTimeoutMillis bounds the whole wait of a queued checkout, with pg’s error', async () => {
-    const proxy = await FaultProxy.start({ host: fixture.cluster.host, port: fixture.cluster.port });
-    onTestFinished(() => proxy.close());
-    await fixture.writer.write(
-      fixture.secret('parity_pw_0', { hostname: proxy.host, port: String(proxy.port) }),
-    );
-    const connection = fixture.cluster.connectionConfig({ user: 'parity', password: 'parity_pw_0' });
+    const { proxy, connection } = await throughProxy();
     const options = {
       ...connection,
-      host: proxy.host,
-      port: proxy.port,
       max: 1,
       connectionTimeoutMillis: 300,
     };
@@ -128,16 +139,11 @@ describe('checkout failures fail like pg.Pool', () => {
 
 describe('connection timeout of a first checkout', () => {
   it("a pool's first connection that never completes its handshake fails with pg's connection timeout, before the first read too", async () => {
-    const proxy = await FaultProxy.start({ host: fixture.cluster.host, port: fixture.cluster.port });
-    onTestFinished(() => proxy.close());
-    await fixture.writer.write(
-      fixture.secret('parity_pw_0', { hostname: proxy.host, port: String(proxy.port) }),
-    );
-    const connection = fixture.cluster.connectionConfig({ user: 'parity', password: 'parity_pw_0' });
+    const { proxy, connection } = await throughProxy();
     proxy.stall();
     const options = { connectionTimeoutMillis: 300 };
     const made: pg.Pool[] = [
-      new pg.Pool({ ...connection, host: proxy.host, port: proxy.port, ...options }),
+      new pg.Pool({ ...connection, ...options }),
       new Pool({ ...options, hotload: { source: { secretDirectory: fixture.dir } } }),
     ];
     onTestFinished(async () => {
