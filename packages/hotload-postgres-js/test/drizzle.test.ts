@@ -26,12 +26,12 @@ describe('Drizzle (postgres.js driver) on hotload-postgres-js', () => {
       hotload: { source: { secretDirectory: secret.path } },
     });
     const db = drizzle({ client: sql });
+    await sql`CREATE TABLE IF NOT EXISTS drizzle_notes (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL, at timestamp NOT NULL DEFAULT now())`;
     const load = new WorkerLoad(4, async (worker, n) => {
       await db.insert(notes).values({ body: `w${worker}-${n}` });
       await db.select().from(notes).limit(1);
     });
     try {
-      await sql`CREATE TABLE IF NOT EXISTS drizzle_notes (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, body text NOT NULL, at timestamp NOT NULL DEFAULT now())`;
       await load.moreSucceeded(20);
       const password = newPassword();
       await setPassword(clusters[0]!, 'app_b', password);
