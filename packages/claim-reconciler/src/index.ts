@@ -2,6 +2,21 @@
  * hotload-claim-reconciler: DatabaseClaim documents → databases, rotating login users and
  * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
  */
+
+export { deleteClaim } from './claim-deletion.js';
+export type { ClaimReconcile } from './claim-outcome.js';
+export type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
+export {
+  type ClaimContext,
+  type CredentialObservation,
+  type CredentialPlan,
+  desiredBinding,
+  type LoginTarget,
+  nextRotationInMillis,
+  type PlanInput,
+  planCredentials,
+  reconcileClaim,
+} from './claim-reconcile.js';
 export {
   CLAIM_API_VERSION,
   CLAIM_KIND,
@@ -11,8 +26,16 @@ export {
   loadClaimsFromDirectory,
   parseClaims,
 } from './claim-schema.js';
-export { type Binding, type ClaimStatus, readStatus, STATUS_SUFFIX, statusPath } from './claim-status.js';
+export {
+  type Binding,
+  type ClaimStatus,
+  FolderStatusStore,
+  readStatus,
+  STATUS_SUFFIX,
+  statusPath,
+} from './claim-status.js';
 export { matchFragmentKey } from './fragment-matcher.js';
+export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
 export { formatProblem, type Problem } from './problems.js';
@@ -21,13 +44,16 @@ export {
   claimNames,
   MANAGED_ROLE_MARKER,
   ProvisioningConflictError,
+  publisherComment,
 } from './provisioner.js';
+export { folderPublisherId, PUBLISHER_ID_FILE } from './publisher-id.js';
 export {
   EXIT_CODES,
   type ReconcileFilesOptions,
   type ReconcileFilesResult,
   reconcileFiles,
 } from './reconcile-files.js';
+export { type ReconcileError, type ReconcileResult, retryable, terminal } from './reconcile-result.js';
 export {
   type ClaimOutcome,
   type ClaimResult,
@@ -50,10 +76,13 @@ export {
 } from './reconciler-config.js';
 export { VerificationError } from './rotation.js';
 export {
+  folderPorts,
   type PublishedCredentials,
   SECRET_FILE_MODE,
+  SecretPublisher,
   secretDirectory,
   secretFiles,
 } from './secret-publisher.js';
 export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './sql-identifiers.js';
 export type { Step, StepHook } from './steps.js';
+export { UsageIndex } from './usage-index.js';

@@ -6,6 +6,9 @@ import pg from 'pg';
 import { type ConnectionParts, pgClientConfig } from './pg-connection.js';
 import { type FragmentKey, readMasterPassword } from './reconciler-config.js';
 
+/** First key of every advisory lock this reconciler takes (the second names the claim users). */
+export const ADVISORY_LOCK_NAMESPACE = 'hotload-claim-reconciler';
+
 /** A PostgreSQL instance as a claim targets it: its fragment key and effective host/port. */
 export interface InstanceTarget {
   /** Fragment key label matched by the claim's `instanceLabel`. */
@@ -47,7 +50,27 @@ export class MasterConnection {
 
   /** Runs one statement on the `postgres` database. */
   async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.#pool.query<R>(text, values);
+    return this.#pool.query<R>(text, values).catch((error: unknown) => {
+      throw this.#named(error);
+    });
+  }
+
+  /**
+   * A connection-level failure (network, login, server shutting down or out of
+   * connections) named with the fragment key, host and user, so an operator knows which
+   * master login broke; SQL errors pass unchanged (callers test their SQLSTATE).
+   */
+  #named(error: unknown): unknown {
+    const code = (error as { code?: unknown }).code;
+    const connectionLevel =
+      typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|28|53|57)/.test(code);
+    if (!connectionLevel || !(error instanceof Error)) return error;
+    const { label, fragment } = this.target;
+    const named = new Error(
+      `fragment key ${label} (${fragment.username}@${instanceId(this.target)}): ${error.message}`,
+      { cause: error },
+    );
+    return Object.assign(named, { code });
   }
 
   /**
@@ -55,7 +78,9 @@ export class MasterConnection {
    * none (a client killed before COMMIT leaves nothing behind, the server rolls back).
    */
   async transaction(statements: readonly string[]): Promise<void> {
-    const client = await this.#pool.connect();
+    const client = await this.#pool.connect().catch((error: unknown) => {
+      throw this.#named(error);
+    });
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -76,10 +101,37 @@ export class MasterConnection {
   async inDatabase<T>(database: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client(pgClientConfig({ ...this.#parts, database }));
     client.on('error', () => {});
-    await client.connect();
+    await client.connect().catch((error: unknown) => {
+      throw this.#named(error);
+    });
     try {
       return await work(client);
     } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
+  /**
+   * Runs `work` holding the PostgreSQL advisory lock `name` on this instance, so that two
+   * reconcilers (processes, machines) never work on the same claim users at once: the
+   * second waits, then observes what the first did. The lock lives on its own connection
+   * (not a pooled one, so a pass with many claims cannot starve its own queries); if this
+   * process dies the server ends the session and releases the lock.
+   */
+  async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const client = new pg.Client(pgClientConfig({ ...this.#parts, database: 'postgres' }));
+    client.on('error', () => {});
+    await client.connect().catch((error: unknown) => {
+      throw this.#named(error);
+    });
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [
+        ADVISORY_LOCK_NAMESPACE,
+        name,
+      ]);
+      return await work();
+    } finally {
+      // Ending the session releases the lock, also when the unlock itself cannot be sent.
       await client.end().catch(() => {});
     }
   }
@@ -90,7 +142,7 @@ export class MasterConnection {
   }
 }
 
-/** Opens master connections on demand, one per instance and login, and closes them all. */
+/** Opens master connections on demand, one per fragment key and instance, and closes them all. */
 export class MasterConnections {
   readonly #open = new Map<string, Promise<MasterConnection>>();
 
@@ -98,7 +150,9 @@ export class MasterConnections {
 
   /** The connection for `target`, reading the master password on first use. */
   get(target: InstanceTarget): Promise<MasterConnection> {
-    const key = `${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
+    // Per fragment key, even when two keys share user, host and sslmode: each logs in with
+    // its own password file, so a wrong one is found rather than hidden by the other's.
+    const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
     let connection = this.#open.get(key);
     if (!connection) {
       connection = readMasterPassword(target.fragment).then(

@@ -2,7 +2,9 @@
 export {
   AtomicSecretWriter,
   type AtomicSecretWriterOptions,
+  type AtomicWriteOptions,
   type AtomicWriteResult,
+  type AtomicWriteStep,
   DATA_DIR_NAME,
   type SecretFile,
   type SecretPayload,
@@ -46,7 +48,7 @@ export {
 } from './dsn.js';
 export { DsnFileSource } from './dsn-file-source.js';
 export { isSourceError, SourceError, type SourceErrorCode, type SourceErrorInit } from './errors.js';
-export type { ChangeEvent, SourceWatcherOptions } from './events.js';
+export type { ChangeEvent, SourceWatcherOptions, WatchMode } from './events.js';
 export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from './format.js';
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export {

@@ -36,7 +36,7 @@ export interface HotloadOptions {
    * with pg.Pool. Default 5 000.
    */
   credentialWaitMillis?: number;
-  /** Options of the source watcher (debounce). */
+  /** Options of the source watcher (debounce, watch mode, polling interval, resync interval). */
   watcher?: SourceWatcherOptions;
   /**
    * What this pool is called in metric labels, diagnostics messages and log lines.
