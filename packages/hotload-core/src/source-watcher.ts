@@ -157,6 +157,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       // read is a change from nothing. The same error is not reported twice.
       this.#lastErrorMessage = (error as Error).message;
       if ((error as SourceError).code === 'missing') this.#startMissingPoll();
+      this.#startResync();
       throw error;
     }
   }

@@ -23,6 +23,7 @@ export { Pool } from './pool.js';
 export { logPoolEvents } from './pool-logging.js';
 export { type InstrumentPoolOptions, instrumentPool } from './pool-metrics.js';
 export { poolSourceName, STATIC_SOURCE_NAME } from './pool-source-name.js';
+export type { SourceFollowingClientClass } from './source-following-client.js';
 export { type HotloadTypeOrmOptions, hotloadTypeOrmOptions } from './typeorm-options.js';
 
 /**

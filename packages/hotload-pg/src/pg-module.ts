@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { HotloadOptions, PoolConfig } from './options.js';
 import { Pool } from './pool.js';
+import { sourceFollowingClient } from './source-following-client.js';
 
 /**
  * An object shaped like `require('pg')` (`Client`, `Query`, `types`, `defaults`,
@@ -29,12 +30,13 @@ export function createPgModule(hotloadDefaults?: HotloadOptions): PgModule {
       super({ ...config, hotload: { ...hotloadDefaults, ...config?.hotload } });
     }
   }
-  return pgModuleWith(HotloadModulePool);
+  const Client = hotloadDefaults.source === undefined ? pg.Client : sourceFollowingClient(hotloadDefaults);
+  return pgModuleWith(HotloadModulePool, Client);
 }
 
-function pgModuleWith(HotloadPool: typeof Pool): PgModule {
+function pgModuleWith(HotloadPool: typeof Pool, Client: typeof pg.Client = pg.Client): PgModule {
   // pg's module object keeps its members as own enumerable properties (`native` is a lazy
   // non-enumerable getter), so a spread copies all of them, `defaults` by reference: a
   // library that sets `defaults.parseInt8` through this object changes pg's, as with pg.
-  return { ...pg, Pool: HotloadPool, native: null };
+  return { ...pg, Pool: HotloadPool, Client, native: null };
 }

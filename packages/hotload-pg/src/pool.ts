@@ -289,7 +289,8 @@ export class Pool extends pg.Pool {
   #connect(cb: CheckoutCallback | undefined): Promise<pg.PoolClient> | undefined {
     if (this.ending) {
       const err = new Error(ENDED_MESSAGE);
-      if (cb) return void cb(err, undefined, noop);
+      // pg-pool calls back with the error alone here.
+      if (cb) return void (cb as (err: Error) => void)(err);
       return Promise.reject(err);
     }
     const response = promisify<pg.PoolClient>(cb);
@@ -333,7 +334,7 @@ export class Pool extends pg.Pool {
             client.removeListener('error', onError);
             if (released) return;
             released = true;
-            client.release(queryError ?? undefined);
+            client.release(queryError as Error); // as is (null too): pg-pool emits it in `release`
             if (queryError) return done(queryError);
             done(undefined, result);
           },
@@ -448,14 +449,29 @@ export class Pool extends pg.Pool {
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
       const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
-      waiter.timer = setTimeout(() => this.#settle(waiter, new Error(message)), timeout);
+      // pg-pool calls a timed-out queued checkout back with the error alone, a failed
+      // connection with (err, undefined, noop).
+      const arity = connecting ? 3 : 1;
+      waiter.timer = setTimeout(
+        () => this.#settle(waiter, new Error(message), undefined, noop, arity),
+        timeout,
+      );
       waiter.timer.unref();
     }
     return waiter;
   }
 
-  /** Answers a waiter once (dropping it from the queue if it is there). */
-  #settle(waiter: Waiter, err: Error | undefined, client?: pg.PoolClient, release: PgRelease = noop): void {
+  /**
+   * Answers a waiter once (dropping it from the queue if it is there). `arity` 1: the
+   * callback gets the error alone, as pg-pool calls back a timed-out checkout.
+   */
+  #settle(
+    waiter: Waiter,
+    err: Error | undefined,
+    client?: pg.PoolClient,
+    release: PgRelease = noop,
+    arity = 3,
+  ): void {
     if (waiter.settled) {
       if (client !== undefined) release(); // answered already (timed out): give it back
       return;
@@ -467,7 +483,8 @@ export class Pool extends pg.Pool {
       waiter.queued = false;
       this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
     }
-    waiter.callback(err, client, release);
+    if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
+    else waiter.callback(err, client, release);
   }
 
   /** Hands waiting checkouts to the current generation while it has room. */
