@@ -11,6 +11,8 @@ export default defineConfig({
       'hotload-core': fromRoot('./packages/hotload-core/src/index.ts'),
       'hotload-pg': fromRoot('./packages/hotload-pg/src/index.ts'),
       'hotload-knex': fromRoot('./packages/hotload-knex/src/index.ts'),
+      'hotload-generic-pool': fromRoot('./packages/hotload-generic-pool/src/index.ts'),
+      'hotload-postgres-js': fromRoot('./packages/hotload-postgres-js/src/index.ts'),
       'hotload-claim-reconciler': fromRoot('./packages/claim-reconciler/src/index.ts'),
       'hotload-test-support': fromRoot('./test/support/index.ts'),
     },

@@ -36,7 +36,7 @@ export async function runKnexExample(log: (line: string) => void = console.log):
     const switches: SwitchEvent[] = [];
     db.hotload.on('switch', (event) => {
       switches.push(event);
-      log(`switch: generation ${event.generation} now connects as ${event.user}`);
+      log(`switch: generation ${event.toGeneration} now connects as ${event.user}`);
     });
     db.hotload.on('drained', ({ generation }) => log(`drained: generation ${generation} closed`));
     await db.migrate.latest({ migrationSource: notesMigrations });

@@ -38,8 +38,8 @@ describe('hotload-knex observability', () => {
         name: 'knex-db',
         metrics: { registry },
         logger,
-        retryInitialDelayMillis: 20,
-        retryMaxDelayMillis: 100,
+        verifyRetryInitialMillis: 20,
+        verifyRetryMaxMillis: 100,
       },
     });
     const source = { source: 'knex-db' };
@@ -52,7 +52,7 @@ describe('hotload-knex observability', () => {
 
       // Rotation: the database first, then the secret.
       await cluster.query(`ALTER ROLE app_k PASSWORD '${passwords[1]}'`);
-      const watcher = (db.client as { sourceWatcher: NodeJS.EventEmitter }).sourceWatcher;
+      const watcher = db.hotload.sourceWatcher;
       const change = nextEvent<ChangeEvent>(watcher, 'change');
       const switched = nextEvent<SwitchEvent>(db.hotload, 'switch');
       const drained = nextEvent<DrainedEvent>(db.hotload, 'drained');

@@ -4,7 +4,14 @@ import { describe, expect, it } from 'vitest';
 
 // Every package ships ESM, CommonJS and type declarations behind an exports map.
 // `npm test` builds before it tests, so dist/ is present here.
-const packages = ['hotload-core', 'hotload-pg', 'hotload-knex', 'claim-reconciler'];
+const packages = [
+  'hotload-core',
+  'hotload-pg',
+  'hotload-knex',
+  'hotload-generic-pool',
+  'hotload-postgres-js',
+  'claim-reconciler',
+];
 const root = new URL('../../packages/', import.meta.url);
 const require = createRequire(import.meta.url);
 

@@ -41,12 +41,12 @@ describe('hotload.watcher options in the drivers', () => {
     });
     try {
       await db.raw('SELECT 1');
-      const sourceWatcher = (db.client as { sourceWatcher: { watchMode: string } }).sourceWatcher;
+      const sourceWatcher = db.hotload.sourceWatcher;
       expect(sourceWatcher.watchMode).toBe('none');
       const driver: RotatingDriver<KnexSwitchEvent> = {
         events: db.hotload,
         currentGeneration: () => db.hotload.generation,
-        retiredBy: (switched) => switched.previousGeneration,
+        retiredBy: (switched) => switched.fromGeneration,
       };
       await suite.rotate(driver, cluster, 'app_a');
       const { rows } = await db.raw<{ rows: Array<{ user: string }> }>('SELECT session_user AS user');

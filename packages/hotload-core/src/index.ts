@@ -51,6 +51,32 @@ export { isSourceError, SourceError, type SourceErrorCode, type SourceErrorInit 
 export type { ChangeEvent, SourceWatcherOptions, WatchMode } from './events.js';
 export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from './format.js';
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
+export {
+  backoffDelay,
+  type DrainedEvent,
+  ForceClosedError,
+  type ForceClosedEvent,
+  type GenerationDriver,
+  GenerationManager,
+  type GenerationTarget,
+  instrumentLifecycle,
+  isCredentialFailure,
+  isFailoverSignal,
+  isMultiHost,
+  type LifecycleEvents,
+  type LifecycleOptions,
+  logLifecycleEvents,
+  type ObservableLifecycle,
+  publishLifecycleDiagnostics,
+  ReadOnlyHostError,
+  type ResolvedLifecycleOptions,
+  requiresWritable,
+  resolveLifecycleOptions,
+  type SourceErrorEvent,
+  type SwitchEvent,
+  type VerifyFailedEvent,
+  type VerifySession,
+} from './lifecycle/index.js';
 export { type HotloadLogger, type LoggedError, loggedError, silentLogger } from './logging/logger.js';
 export {
   type ConnectionCounts,
@@ -70,6 +96,14 @@ export type {
   PromRegistry,
 } from './metrics/prom-client-types.js';
 export { LIBPQ_KEYWORDS, SECRET_KEYWORDS, SSL_MODES } from './params.js';
+export { type CancelTarget, type PgWireModule, sendCancelRequest } from './pg/cancel-request.js';
+export { type ForceClosablePgClient, forceClosePgClient } from './pg/force-close-pg-client.js';
+export {
+  libpqTlsOptions,
+  type PgClientSettings,
+  type PgConnectionFields,
+  toPgClientSettings,
+} from './pg/to-pg-config.js';
 export { lookupPgpass, type PgpassQuery } from './pgpass.js';
 export { MAX_SOURCE_FILE_BYTES } from './read-file.js';
 export { REDACTED, RedactedError, redactError } from './redact.js';

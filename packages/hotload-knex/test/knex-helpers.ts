@@ -1,11 +1,11 @@
 /** Knex-specific test helpers: waiting for hotload events, and a steady Knex query load. */
-import type { HotloadKnexEventMap, HotloadKnexEvents } from 'hotload-knex';
+import type { HotloadKnexEventMap, HotloadKnexLifecycle } from 'hotload-knex';
 import { nextEvent as nextPayload, WorkerLoad } from 'hotload-test-support';
 import type { Knex } from 'knex';
 
 /** Resolves with the next event of `name` that satisfies `matches`. */
 export function nextEvent<K extends keyof HotloadKnexEventMap>(
-  events: HotloadKnexEvents,
+  events: HotloadKnexLifecycle,
   name: K,
   matches: (event: HotloadKnexEventMap[K][0]) => boolean = () => true,
 ): Promise<HotloadKnexEventMap[K][0]> {
@@ -13,7 +13,7 @@ export function nextEvent<K extends keyof HotloadKnexEventMap>(
 }
 
 /** Records every hotload event as emitted, to scan with `findLeaks` for secrets. */
-export function recordEvents(events: HotloadKnexEvents): unknown[] {
+export function recordEvents(events: HotloadKnexLifecycle): unknown[] {
   const seen: unknown[] = [];
   for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError'] as const) {
     events.on(name, (event: unknown) => seen.push({ name, event }));

@@ -34,7 +34,7 @@ describe('Knex moving to a second server, and migrating and seeding during a rot
       await load.moreSucceeded(50);
       const switched = nextEvent(db.hotload, 'switch');
       await secret.write(second, 'app_a', passwords.app_a);
-      const { port, previousGeneration } = await switched;
+      const { port, fromGeneration: previousGeneration } = await switched;
       expect(port).toBe(second.port);
       await nextEvent(db.hotload, 'drained', (event) => event.generation === previousGeneration);
       await load.moreSucceeded(50);

@@ -44,11 +44,11 @@ describe('Knex under load while credentials rotate', () => {
     const driver: RotatingDriver<SwitchEvent> = {
       events: db.hotload,
       currentGeneration: () => db.hotload.generation,
-      retiredBy: (switched) => switched.previousGeneration,
+      retiredBy: (switched) => switched.fromGeneration,
     };
     const switched = await suite.rotate(driver, server, user, betweenServerAndSecret);
     expect(switched.user).toBe(user);
-    expect(db.hotload.generation).toBe(switched.generation);
+    expect(db.hotload.generation).toBe(switched.toGeneration);
   }
 
   it('fails no query across password rotations and login-user switches, and leaves no old session', async () => {

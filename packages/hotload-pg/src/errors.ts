@@ -1,20 +1,5 @@
 /**
- * Thrown to (or passed to the callback of) the holder of a client that a retired
- * generation closed after `drainTimeoutMillis`. Names the generation and the timeout,
- * never a credential.
+ * hotload-core's `ForceClosedError`: one class for every driver, so `instanceof` holds
+ * whichever package closed the connection.
  */
-export class ForceClosedError extends Error {
-  override readonly name = 'ForceClosedError';
-  /** Stable code, for `err.code` checks like pg's own errors. */
-  readonly code = 'HOTLOAD_FORCE_CLOSED';
-
-  constructor(
-    readonly generation: number,
-    readonly drainTimeoutMillis: number,
-  ) {
-    super(
-      `hotload-pg: client of generation ${generation} was force-closed: the credentials changed and ` +
-        `it was still checked out ${drainTimeoutMillis} ms (drainTimeoutMillis) after the switch`,
-    );
-  }
-}
+export { ForceClosedError } from 'hotload-core';

@@ -1,3 +1,4 @@
+import { ReadOnlyHostError } from 'hotload-core';
 import type pg from 'pg';
 import type { Generation } from './generation.js';
 
@@ -58,19 +59,13 @@ export function verifyGeneration(
         client.query('SHOW transaction_read_only', (showError: Error | null, result: pg.QueryResult) => {
           if (showError) return finish(showError);
           if (result.rows[0]?.transaction_read_only !== 'off') {
-            return finish(new ReadOnlyHostError(candidate.pool.options.host, candidate.pool.options.port));
+            return finish(
+              new ReadOnlyHostError(candidate.pool.options.host ?? '?', Number(candidate.pool.options.port)),
+            );
           }
           runPrepare();
         });
       });
     }, true);
   });
-}
-
-/** A candidate's host is read-only while `target_session_attrs` asks for a writable one. */
-export class ReadOnlyHostError extends Error {
-  constructor(host: string | undefined, port: number | undefined) {
-    super(`${host ?? '?'}:${port ?? '?'} is read-only (target_session_attrs=read-write)`);
-    this.name = 'ReadOnlyHostError';
-  }
 }

@@ -1,0 +1,85 @@
+import type { SourceWatcherOptions } from '../events.js';
+import type { HotloadLogger } from '../logging/logger.js';
+import type { HotloadMetricsOptions } from '../metrics/hotload-metrics.js';
+import type { ConnectionSource, SourceSpec } from '../source.js';
+
+/**
+ * The one options shape of the generation lifecycle (the `hotload` block of every
+ * driver's config).
+ *
+ * @typeParam Client - the driver's client, as the `prepare` hook receives it
+ */
+export interface LifecycleOptions<Client = unknown> {
+  /**
+   * Where the connection config comes from (secret directory, DSN file, merged
+   * directories, libpq environment, or any `ConnectionSource`). It is watched; every real
+   * change switches to a new generation.
+   */
+  source: SourceSpec | ConnectionSource;
+  /** How long a retired generation's connections in use may finish before being force-closed. Default 30 000. */
+  drainTimeoutMillis?: number;
+  /** A verify attempt that has not connected and answered `SELECT 1` by then fails. Default 10 000. */
+  verifyTimeoutMillis?: number;
+  /** First delay between verify attempts of a new config that fails. Default 100. */
+  verifyRetryInitialMillis?: number;
+  /** Cap of the (exponential, jittered) delay between verify attempts. Default 5 000. */
+  verifyRetryMaxMillis?: number;
+  /** Options of the source watcher (debounce, logger). */
+  watcher?: SourceWatcherOptions;
+  /**
+   * What this pool is called in metric labels, diagnostics messages and log lines.
+   * Default: the source's description (its paths). Never put a credential here.
+   */
+  name?: string;
+  /** Prometheus metrics: `true` for prom-client's default registry, or `{ registry }`. Off by default. */
+  metrics?: boolean | HotloadMetricsOptions;
+  /** A pino-compatible logger for the switch lifecycle. Default: silent. */
+  logger?: HotloadLogger;
+  /**
+   * Runs on the verify connection of every generation after the first (the first serves
+   * as soon as the source is read), after `SELECT 1` and before any work moves there. A
+   * rejection counts as a failed verify: the current generation keeps serving and the
+   * attempt is retried with backoff.
+   */
+  prepare?: (client: Client) => Promise<void>;
+}
+
+/** The timing part of {@link LifecycleOptions}, every default applied. */
+export interface ResolvedLifecycleOptions {
+  readonly drainTimeoutMillis: number;
+  readonly verifyTimeoutMillis: number;
+  readonly verifyRetryInitialMillis: number;
+  readonly verifyRetryMaxMillis: number;
+}
+
+const TIMINGS = [
+  'drainTimeoutMillis',
+  'verifyTimeoutMillis',
+  'verifyRetryInitialMillis',
+  'verifyRetryMaxMillis',
+] as const;
+
+/**
+ * Applies the defaults and rejects values that would make the lifecycle misbehave, naming
+ * the option (`hotload.<name>`). Throws before anything is started.
+ */
+export function resolveLifecycleOptions(
+  options: LifecycleOptions<never> | undefined,
+): ResolvedLifecycleOptions {
+  if (!options || typeof options !== 'object' || !options.source) {
+    throw new TypeError('hotload: the config needs `hotload: { source }`');
+  }
+  const resolved = {
+    drainTimeoutMillis: options.drainTimeoutMillis ?? 30_000,
+    verifyTimeoutMillis: options.verifyTimeoutMillis ?? 10_000,
+    verifyRetryInitialMillis: options.verifyRetryInitialMillis ?? 100,
+    verifyRetryMaxMillis: options.verifyRetryMaxMillis ?? 5_000,
+  };
+  for (const name of TIMINGS) {
+    const value = resolved[name];
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      throw new RangeError(`hotload: hotload.${name} must be a non-negative number`);
+    }
+  }
+  return resolved;
+}

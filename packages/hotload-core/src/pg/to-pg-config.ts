@@ -1,0 +1,137 @@
+import { readFileSync } from 'node:fs';
+import type { ConnectionOptions } from 'node:tls';
+import type { HostPort } from '../config.js';
+import { SourceError } from '../errors.js';
+
+/**
+ * The connection fields the mapping reads: a `ConnectionConfig` has this shape, and so
+ * may anything built in code.
+ */
+export interface PgConnectionFields {
+  /** The first host (used when no `host` is given to the mapping). */
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  /** Read only here; never copied into anything enumerable. */
+  readonly password: string | undefined;
+  readonly database: string;
+  /** libpq sslmode. */
+  readonly sslmode: string | undefined;
+  /** Other libpq parameters (`application_name`, `connect_timeout`, `sslrootcert`, ...). */
+  readonly params: Readonly<Record<string, string>>;
+}
+
+/** pg's client options as far as the mapping writes them (structural: hotload-core does not load pg). */
+export type PgClientSettings = Record<string, unknown> & {
+  host?: string;
+  port?: number;
+  user?: string;
+  password?: string;
+  database?: string;
+  ssl?: unknown;
+  connectionTimeoutMillis?: number;
+};
+
+/** pg options that say *where and as whom* to connect: the source replaces all of them. */
+const CONNECTION_FIELDS = [
+  'connectionString',
+  'host',
+  'port',
+  'user',
+  'password',
+  'database',
+  'ssl',
+] as const;
+
+/** libpq parameters that pg's Client understands under the same name. */
+const PASS_THROUGH_PARAMS = [
+  'application_name',
+  'fallback_application_name',
+  'options',
+  'client_encoding',
+] as const;
+
+/**
+ * The options of a `pg.Client` (or `pg.Pool`) for one generation: the user's static
+ * options with every connection field taken from the source, on `host` (one entry of
+ * the config's host list; default the first).
+ *
+ * Precedence: the source wins for host, port, user, password, database and TLS; a
+ * `connectionString` is dropped. libpq params map to pg options (`application_name`,
+ * `options`, `client_encoding` by name, `connect_timeout` seconds to
+ * `connectionTimeoutMillis`) unless the static options set them. A static `ssl` is kept
+ * only when the source has no sslmode. TLS files (`sslrootcert`, `sslcert`, `sslkey`)
+ * are read here, once: the settings verified are the settings used.
+ *
+ * The password is non-enumerable, so a logged config shows no password.
+ */
+export function toPgClientSettings(
+  base: Readonly<Record<string, unknown>>,
+  config: PgConnectionFields,
+  host: HostPort = { host: config.host, port: config.port },
+): PgClientSettings {
+  const settings: PgClientSettings = { ...base };
+  for (const field of CONNECTION_FIELDS) delete settings[field];
+  const params = config.params;
+  for (const name of PASS_THROUGH_PARAMS) {
+    const value = params[name];
+    if (value !== undefined && base[name] === undefined) settings[name] = value;
+  }
+  const connectTimeout = Number(params.connect_timeout);
+  if (base.connectionTimeoutMillis === undefined && Number.isFinite(connectTimeout) && connectTimeout > 0) {
+    settings.connectionTimeoutMillis = connectTimeout * 1000;
+  }
+  settings.host = host.host;
+  settings.port = host.port;
+  settings.user = config.user;
+  settings.database = config.database;
+  const ssl = config.sslmode === undefined ? base.ssl : libpqTlsOptions(config.sslmode, params);
+  if (ssl !== undefined) settings.ssl = ssl;
+  Object.defineProperty(settings, 'password', {
+    value: config.password ?? '',
+    enumerable: false,
+    writable: true,
+    configurable: true,
+  });
+  return settings;
+}
+
+/**
+ * libpq sslmode → Node TLS options (pg's and postgres.js's `ssl`), libpq semantics: `disable`/`allow`/`prefer` → no
+ * TLS (pg cannot fall back between TLS and plain, so the modes that accept plain use
+ * plain), `require`/`no-verify` → TLS without certificate checks, `verify-ca` → chain
+ * checked but not the host name, `verify-full` → both. Reads the certificate files.
+ */
+export function libpqTlsOptions(
+  sslmode: string,
+  params: Readonly<Record<string, string>>,
+): false | ConnectionOptions {
+  if (sslmode === 'disable' || sslmode === 'allow' || sslmode === 'prefer') return false;
+  const tls: ConnectionOptions = {};
+  if (params.sslrootcert) tls.ca = readTlsFile(params.sslrootcert, 'sslrootcert');
+  if (params.sslcert) tls.cert = readTlsFile(params.sslcert, 'sslcert');
+  if (params.sslkey) tls.key = readTlsFile(params.sslkey, 'sslkey');
+  if (sslmode === 'require' || sslmode === 'no-verify') tls.rejectUnauthorized = false;
+  if (sslmode === 'verify-ca') tls.checkServerIdentity = () => undefined;
+  return tls;
+}
+
+/**
+ * Reads a TLS file the source names. A failure is the source's fault (it names a file
+ * that is not there, or not readable), so it is a `SourceError` naming the key and path.
+ */
+function readTlsFile(path: string, key: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    const errno = (error as NodeJS.ErrnoException).code;
+    throw new SourceError({
+      code: errno === 'ENOENT' ? 'missing' : 'unreadable',
+      source: `${key} of the connection source`,
+      file: path,
+      key,
+      problem: `cannot read the ${key} file named by the source`,
+      errno,
+    });
+  }
+}

@@ -1,0 +1,64 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConnectionConfig, toPgClientSettings } from 'hotload-core';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers.js';
+
+describe('toPgClientSettings', () => {
+  it('takes connection fields from the source, keeps static ones, hides the password', () => {
+    const config = ConnectionConfig.create({
+      hosts: [
+        { host: 'a', port: 5432 },
+        { host: 'b', port: 5433 },
+      ],
+      user: 'u',
+      password: 'secret-pw',
+      database: 'd',
+      params: { application_name: 'from-source', connect_timeout: '3' },
+    });
+    const settings = toPgClientSettings(
+      { host: 'static', connectionString: 'postgres://x', statement_timeout: 5, application_name: 'mine' },
+      config,
+      config.hosts[1],
+    );
+    expect(settings).toMatchObject({
+      host: 'b',
+      port: 5433,
+      user: 'u',
+      database: 'd',
+      statement_timeout: 5,
+      application_name: 'mine',
+      connectionTimeoutMillis: 3000,
+    });
+    expect(settings.connectionString).toBeUndefined();
+    expect(settings.password).toBe('secret-pw');
+    expect(JSON.stringify(settings)).not.toContain('secret-pw');
+  });
+
+  it('reads TLS files once, when the settings are built (what is verified is what connects)', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const ca = join(dir, 'ca.pem');
+      writeFileSync(ca, 'first');
+      const config = ConnectionConfig.create({
+        host: 'h',
+        user: 'u',
+        password: 'p',
+        database: 'd',
+        sslmode: 'verify-full',
+        params: { sslrootcert: ca },
+      });
+      const settings = toPgClientSettings({}, config);
+      writeFileSync(ca, 'second'); // the folder changes after the verify
+      expect(settings.ssl).toEqual({ ca: 'first' });
+      expect(
+        toPgClientSettings(
+          { ssl: true },
+          ConnectionConfig.create({ host: 'h', user: 'u', database: 'd', sslmode: 'disable' }),
+        ).ssl,
+      ).toBe(false);
+    } finally {
+      await cleanup();
+    }
+  });
+});

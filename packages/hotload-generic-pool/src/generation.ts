@@ -1,0 +1,90 @@
+import genericPool from 'generic-pool';
+import type { ConnectionConfig, HostPort } from 'hotload-core';
+import type { ClientFactory } from './client-factory.js';
+import { FailedCreate } from './failed-create.js';
+
+/** generic-pool's options a {@link HotloadGenericPool} passes on to every generation's pool. */
+export type GenericPoolOptions = genericPool.Options;
+
+/**
+ * One generation: one generic-pool of clients built from one config and host. Knows its
+ * clients in use (for the drain deadline) and drains once.
+ */
+export class Generation<Client> {
+  readonly pool: genericPool.Pool<Client | FailedCreate>;
+  /** Clients checked out and not yet given back. */
+  readonly borrowed = new Set<Client>();
+  /** Aborted when the generation is discarded: clients still connecting give up. */
+  readonly #closing = new AbortController();
+  #drained: Promise<void> | undefined;
+
+  constructor(
+    readonly id: number,
+    factory: ClientFactory<Client>,
+    config: ConnectionConfig,
+    host: HostPort,
+    options: GenericPoolOptions,
+  ) {
+    const validate = factory.validate?.bind(factory);
+    this.pool = genericPool.createPool<Client | FailedCreate>(
+      {
+        create: () =>
+          factory
+            .create(config, host, this.#closing.signal)
+            .catch((error: unknown) => new FailedCreate(error)),
+        destroy: async (client) => {
+          if (!(client instanceof FailedCreate)) await factory.destroy(client);
+        },
+        ...(validate
+          ? { validate: async (client) => client instanceof FailedCreate || (await validate(client)) }
+          : {}),
+      },
+      { ...options, testOnBorrow: options.testOnBorrow ?? validate !== undefined },
+    );
+  }
+
+  /** True once the generation stopped serving (drain started or discarded). */
+  get retired(): boolean {
+    return this.#drained !== undefined;
+  }
+
+  /** Checks a client out; rejects with the connect error when opening one failed. */
+  async acquire(): Promise<Client> {
+    const client = await this.pool.acquire();
+    if (client instanceof FailedCreate) {
+      await this.pool.destroy(client);
+      throw client.error;
+    }
+    this.borrowed.add(client);
+    return client;
+  }
+
+  /** Gives a client back: kept while serving, destroyed once retired (or on `error`). */
+  async release(client: Client, error?: Error): Promise<void> {
+    if (!this.borrowed.delete(client) || !this.pool.isBorrowedResource(client)) return;
+    if (error !== undefined || this.retired) await this.pool.destroy(client);
+    else await this.pool.release(client);
+  }
+
+  /**
+   * Closes idle clients at once and the others as they come back; resolves once none is
+   * left. Idempotent.
+   */
+  drain(): Promise<void> {
+    this.#drained ??= this.#drain();
+    return this.#drained;
+  }
+
+  /** Like {@link drain}, but clients still connecting give up first (a never-promoted candidate). */
+  discard(): Promise<void> {
+    this.#closing.abort(new Error('hotload: generation discarded'));
+    return this.drain();
+  }
+
+  async #drain(): Promise<void> {
+    const idle = this.pool.clear();
+    await this.pool.drain();
+    await idle;
+    await this.pool.clear();
+  }
+}

@@ -1,0 +1,75 @@
+import { GenerationManager, type LifecycleOptions, resolveLifecycleOptions } from 'hotload-core';
+import type postgres from 'postgres';
+import { type PostgresGeneration, PostgresJsDriver } from './postgres-js-driver.js';
+import type { PostgresOptions } from './postgres-options.js';
+import { reportFailures } from './report-failures.js';
+
+/** Options of {@link createHotloadSql}. */
+export interface HotloadSqlOptions {
+  /** postgres.js options (`max`, `idle_timeout`, `transform`, ...); connection fields come from the source. */
+  readonly postgres?: PostgresOptions;
+  /** Where the config comes from and how switches go (the lifecycle's one options shape). */
+  readonly hotload: LifecycleOptions<postgres.ReservedSql>;
+}
+
+/** A postgres.js `sql` that follows the source, with the lifecycle at `sql.hotload`. */
+export type HotloadSql = postgres.Sql & {
+  /** Events (`switch`, `verifyFailed`, `drained`, `forceClosed`, `sourceError`) and the current generation. */
+  readonly hotload: GenerationManager<PostgresGeneration, postgres.ReservedSql, PostgresGeneration>;
+};
+
+/**
+ * A postgres.js `sql` whose every use (tagged template, `sql.begin`, `sql.reserve`,
+ * `sql.unsafe`, helpers, ...) goes to the `postgres()` instance of the serving
+ * generation. On a verified change new queries go to a new instance and the old one is
+ * ended with `sql.end({ timeout: drainTimeoutMillis / 1000 })`. `sql.end()` stops
+ * watching and ends every generation.
+ *
+ * Waits until the source was read (rejects with its `SourceError`, leaving nothing running).
+ */
+export async function createHotloadSql(options: HotloadSqlOptions): Promise<HotloadSql> {
+  const { drainTimeoutMillis } = resolveLifecycleOptions(options.hotload);
+  const driver = new PostgresJsDriver(options.postgres ?? {}, drainTimeoutMillis);
+  const manager = new GenerationManager(driver, options.hotload);
+  try {
+    await manager.ready();
+  } catch (error) {
+    await manager.close();
+    throw error;
+  }
+  return followingSql(manager);
+}
+
+/** `sql` members that run queries (the others, like `sql.typed` or `sql.json`, build values). */
+const RUNS_QUERIES = new Set<string | symbol>(['unsafe', 'file', 'begin', 'reserve', 'listen', 'notify']);
+
+/**
+ * The `sql` proxy: calls and property reads go to the serving generation's instance, and
+ * what they return reports its failure to the lifecycle (a lost connection or `25006` may
+ * mean the primary moved: host lists re-run host selection).
+ */
+function followingSql(manager: HotloadSql['hotload']): HotloadSql {
+  const current = (): PostgresGeneration => {
+    const generation = manager.current;
+    if (generation === undefined) throw new Error('hotload-postgres-js: closed');
+    return generation;
+  };
+  const reported = <T>(generation: PostgresGeneration, value: T): T =>
+    reportFailures(value, (error) => manager.reportError(generation, error));
+  const end = async (): Promise<void> => manager.close();
+  return new Proxy(function hotloadSql() {} as unknown as HotloadSql, {
+    apply: (_target, thisArg, args: unknown[]) => {
+      const generation = current();
+      return reported(generation, Reflect.apply(generation.sql, thisArg, args));
+    },
+    get: (_target, property) => {
+      if (property === 'hotload') return manager;
+      if (property === 'end' || property === 'close') return end;
+      const generation = current();
+      const value: unknown = Reflect.get(generation.sql, property);
+      if (typeof value !== 'function') return value;
+      if (!RUNS_QUERIES.has(property)) return value.bind(generation.sql);
+      return (...args: unknown[]) => reported(generation, Reflect.apply(value, generation.sql, args));
+    },
+  });
+}

@@ -1,0 +1,3 @@
+/** hotload-postgres-js: a postgres.js `sql` that follows rotating credentials. */
+export { createHotloadSql, type HotloadSql, type HotloadSqlOptions } from './hotload-sql.js';
+export { type PostgresGeneration, PostgresJsDriver } from './postgres-js-driver.js';

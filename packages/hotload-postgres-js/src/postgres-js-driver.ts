@@ -1,0 +1,83 @@
+import type { ConnectionConfig, GenerationDriver, HostPort, VerifySession } from 'hotload-core';
+import postgres from 'postgres';
+import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
+
+/** One generation: one `postgres()` instance. */
+export interface PostgresGeneration {
+  readonly id: number;
+  readonly sql: postgres.Sql;
+  /** Set once its drain (`sql.end({ timeout })`) started. */
+  ending: Promise<void> | undefined;
+}
+
+/**
+ * The lifecycle's driver for postgres.js: a generation is one `postgres()` instance,
+ * drained with `sql.end({ timeout })`, postgres.js's own drain: no new queries, running
+ * ones finish, idle connections close, and at the timeout the rest are terminated (their
+ * queries fail with postgres.js's `CONNECTION_DESTROYED`; postgres.js sends no cancel
+ * request). postgres.js does not expose its connections, so the generation itself stands
+ * for "what is still in use" at the deadline.
+ */
+export class PostgresJsDriver
+  implements GenerationDriver<PostgresGeneration, postgres.ReservedSql, PostgresGeneration>
+{
+  #serving: PostgresGeneration | undefined;
+
+  constructor(
+    private readonly options: PostgresOptions,
+    private readonly drainTimeoutMillis: number,
+  ) {}
+
+  build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
+    const sql = postgres(toPostgresOptions(this.options, config, host));
+    carryTypeHandlers(this.#serving?.sql, sql);
+    return { id, sql, ending: undefined };
+  }
+
+  async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
+    const reserved = await candidate.sql.reserve();
+    return {
+      client: reserved,
+      query: async (text) => [...(await reserved.unsafe(text))],
+      release: () => reserved.release(),
+    };
+  }
+
+  promote(candidate: PostgresGeneration): void {
+    this.#serving = candidate;
+  }
+
+  drain(generation: PostgresGeneration): Promise<void> {
+    generation.ending ??= generation.sql.end({ timeout: this.drainTimeoutMillis / 1000 });
+    return generation.ending;
+  }
+
+  inUse(generation: PostgresGeneration): readonly PostgresGeneration[] {
+    return [generation];
+  }
+
+  /** postgres.js terminates what is left at the same deadline (see the class comment). */
+  forceClose(): void {}
+
+  async discard(candidate: PostgresGeneration): Promise<void> {
+    candidate.ending ??= candidate.sql.end({ timeout: 0 });
+    await candidate.ending;
+  }
+
+  /** postgres.js keeps its connection count to itself. */
+  count(): number {
+    return 0;
+  }
+}
+
+/**
+ * Libraries configure postgres.js by changing the instance's `options.parsers` and
+ * `options.serializers` in place (Drizzle makes dates and JSON pass through untouched):
+ * each new generation starts with the serving one's, so a switch does not change how
+ * values are read or written.
+ */
+function carryTypeHandlers(from: postgres.Sql | undefined, to: postgres.Sql): void {
+  if (from === undefined) return;
+  Object.assign(to.options.parsers, from.options.parsers);
+  Object.assign(to.options.serializers, from.options.serializers);
+}

@@ -1,0 +1,152 @@
+/**
+ * The drivers the contract suite runs against, each behind one small `Subject`: how to
+ * query, hold a connection, and hear the lifecycle's events under their common names.
+ */
+import { EventEmitter } from 'node:events';
+import type { LifecycleEvents, SourceSpec } from 'hotload-core';
+import { HotloadGenericPool } from 'hotload-generic-pool';
+import { createHotloadKnex } from 'hotload-knex';
+import { Pool } from 'hotload-pg';
+import { createHotloadSql } from 'hotload-postgres-js';
+import { pgClientFactory } from './pg-client-factory.js';
+
+type Row = Record<string, unknown>;
+
+/** A connection held by the test (a checkout, a reserved connection, a transaction). */
+export interface Held {
+  query(sql: string): Promise<Row[]>;
+  release(): Promise<void>;
+}
+
+/** One driver under test. `events` speaks the lifecycle's event names and payloads. */
+export interface Subject {
+  readonly events: EventEmitter;
+  query(sql: string): Promise<Row[]>;
+  hold(): Promise<Held>;
+  end(): Promise<void>;
+}
+
+/** What every subject is built from. */
+export interface SubjectOptions {
+  readonly source: SourceSpec;
+  readonly drainTimeoutMillis: number;
+  readonly max: number;
+}
+
+export interface Driver {
+  readonly name: string;
+  /**
+   * Whether a force-close also stops the query on the server (a cancel request). The pg
+   * drivers send one; postgres.js exposes no handle on its connections, so a query
+   * running at the deadline runs on until it ends (see hotload-postgres-js's README).
+   */
+  readonly cancelsOnForceClose: boolean;
+  create(options: SubjectOptions): Promise<Subject>;
+}
+
+const LIFECYCLE_EVENTS: ReadonlyArray<keyof LifecycleEvents> = [
+  'switch',
+  'verifyFailed',
+  'drained',
+  'forceClosed',
+  'sourceError',
+];
+
+function hotloadOf({ source, drainTimeoutMillis }: SubjectOptions) {
+  return { source, drainTimeoutMillis, verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 200 };
+}
+
+/** Re-emits an emitter's lifecycle events on a plain EventEmitter (names are already the lifecycle's). */
+function forward(from: { on(event: string, listener: (payload: unknown) => void): unknown }): EventEmitter {
+  const events = new EventEmitter();
+  for (const name of LIFECYCLE_EVENTS) from.on(name, (payload) => events.emit(name, payload));
+  return events;
+}
+
+export const DRIVERS: readonly Driver[] = [
+  {
+    name: 'generic-pool + raw pg.Client',
+    cancelsOnForceClose: true,
+    async create(options) {
+      const pool = await HotloadGenericPool.create({
+        factory: pgClientFactory,
+        pool: { max: options.max },
+        hotload: hotloadOf(options),
+      });
+      return {
+        events: forward(pool.hotload),
+        query: (sql) => pool.use(async (client) => (await client.query(sql)).rows),
+        async hold() {
+          const client = await pool.acquire();
+          return {
+            query: async (sql) => (await client.query(sql)).rows,
+            release: () => pool.release(client),
+          };
+        },
+        end: () => pool.end(),
+      };
+    },
+  },
+  {
+    name: 'postgres.js',
+    cancelsOnForceClose: false,
+    async create(options) {
+      const sql = await createHotloadSql({ postgres: { max: options.max }, hotload: hotloadOf(options) });
+      return {
+        events: forward(sql.hotload),
+        query: async (text) => [...(await sql.unsafe(text))],
+        async hold() {
+          const reserved = await sql.reserve();
+          return {
+            query: async (text) => [...(await reserved.unsafe(text))],
+            release: async () => reserved.release(),
+          };
+        },
+        end: () => sql.end(),
+      };
+    },
+  },
+  {
+    name: 'knex',
+    cancelsOnForceClose: true,
+    async create(options) {
+      const db = await createHotloadKnex({
+        hotload: hotloadOf(options),
+        pool: { min: 0, max: options.max },
+      });
+      return {
+        events: forward(db.hotload),
+        query: async (sql) => (await db.raw(sql)).rows,
+        async hold() {
+          const trx = await db.transaction();
+          return {
+            query: async (sql) => (await trx.raw(sql)).rows,
+            release: async () => void (await trx.rollback().catch(() => undefined)),
+          };
+        },
+        end: () => db.destroy(),
+      };
+    },
+  },
+  {
+    name: 'hotload-pg Pool',
+    cancelsOnForceClose: true,
+    async create(options) {
+      const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options) });
+      // As with pg.Pool, idle clients whose server goes away report it here.
+      pool.on('error', () => {});
+      return {
+        events: forward(pool),
+        query: async (sql) => (await pool.query(sql)).rows,
+        async hold() {
+          const client = await pool.connect();
+          return {
+            query: async (sql) => (await client.query(sql)).rows,
+            release: async () => client.release(),
+          };
+        },
+        end: () => pool.end(),
+      };
+    },
+  },
+];
