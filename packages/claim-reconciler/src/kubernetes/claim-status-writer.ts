@@ -1,0 +1,100 @@
+/**
+ * Writes the claim's `status` subresource: the reconcile state (the status file's fields),
+ * conditions and `observedGeneration`. A `409 Conflict` (someone wrote the claim since we
+ * read it) is handled by reading it again and retrying, never by overwriting blindly.
+ */
+import type { ClaimStatus } from '../claim-status.js';
+import { type ConditionInput, nextConditions } from './claim-conditions.js';
+import {
+  CLAIM_GROUP,
+  CLAIM_PLURAL,
+  CLAIM_VERSION,
+  type ClaimResource,
+  type ClaimResourceStatus,
+} from './claim-resource.js';
+import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
+
+/** The claim a status is written to. */
+export interface ClaimRef {
+  readonly namespace: string;
+  readonly name: string;
+  readonly uid: string;
+}
+
+/** Status fields of the reconcile state (what the status file holds, minus bookkeeping). */
+export function statusFields(state: ClaimStatus | undefined): ClaimResourceStatus {
+  if (!state) return {};
+  return {
+    error: state.error,
+    matchedLabel: state.matchedLabel,
+    binding: state.binding,
+    activeUser: state.activeUser,
+    dbCreatedAt: state.dbCreatedAt,
+    connectionInfoUpdatedAt: state.connectionInfoUpdatedAt,
+    userUpdatedAt: state.userUpdatedAt,
+    retired: state.retired,
+  };
+}
+
+/** The reconcile state recorded on a claim, or undefined before its first reconcile. */
+export function stateFromStatus(
+  resource: ClaimResource,
+  key: string,
+  secretName: string,
+): ClaimStatus | undefined {
+  const status = resource.status;
+  if (!status || (status.binding === undefined && status.activeUser === undefined)) return undefined;
+  return {
+    claim: key,
+    namespace: resource.metadata.namespace,
+    secretName,
+    error: status.error ?? null,
+    matchedLabel: status.matchedLabel ?? null,
+    binding: status.binding ?? null,
+    activeUser: status.activeUser ?? null,
+    dbCreatedAt: status.dbCreatedAt ?? null,
+    connectionInfoUpdatedAt: status.connectionInfoUpdatedAt ?? null,
+    userUpdatedAt: status.userUpdatedAt ?? null,
+    retired: status.retired ?? [],
+    deleting: false,
+  };
+}
+
+/**
+ * Writes `fields` + conditions on the claim's status. Resolves false when the claim is gone
+ * or is now another object (same name, other uid): nothing to write then.
+ */
+export async function writeClaimStatus(
+  clients: KubeClients,
+  ref: ClaimRef,
+  fields: ClaimResourceStatus,
+  conditions: ConditionInput,
+): Promise<boolean> {
+  const path = {
+    group: CLAIM_GROUP,
+    version: CLAIM_VERSION,
+    plural: CLAIM_PLURAL,
+    namespace: ref.namespace,
+    name: ref.name,
+  };
+  return retryOnConflict(async () => {
+    let current: ClaimResource;
+    try {
+      current = (await clients.custom.getNamespacedCustomObject(path)) as ClaimResource;
+    } catch (error) {
+      if (isNotFound(error)) return false;
+      throw error;
+    }
+    if (current.metadata.uid !== ref.uid) return false;
+    // The generation that was reconciled, not the current one: a newer spec is still to do.
+    const status: ClaimResourceStatus = {
+      ...current.status,
+      ...fields,
+      observedGeneration: conditions.generation,
+      conditions: nextConditions(current.status?.conditions, conditions),
+    };
+    if (JSON.stringify(status) === JSON.stringify(current.status)) return true;
+    await clients.custom.replaceNamespacedCustomObjectStatus({ ...path, body: { ...current, status } });
+    return true;
+  });
+}
