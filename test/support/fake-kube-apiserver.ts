@@ -19,6 +19,7 @@
  * Not implemented: selectors, PATCH, server-side apply, admission, authentication.
  */
 import { randomUUID } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -64,7 +65,8 @@ export interface FakeWrite {
   readonly subresource: string | undefined;
 }
 
-type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+/** Watch event types of object changes. */
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 interface HistoryEntry {
   readonly resourceVersion: number;
@@ -103,8 +105,18 @@ class ApiError extends Error {
   }
 }
 
-/** The fake API server. Start with {@link FakeKubeApiServer.start}; always `close()`. */
-export class FakeKubeApiServer {
+/** A change the fake applied: emitted as `change` (what a watch would see). */
+export interface FakeChange {
+  readonly type: WatchEventType;
+  readonly plural: string;
+  readonly object: KubeObject;
+}
+
+/**
+ * The fake API server. Start with {@link FakeKubeApiServer.start}; always `close()`.
+ * Emits `change` ({@link FakeChange}) after every committed write, so tests wait on events.
+ */
+export class FakeKubeApiServer extends EventEmitter {
   readonly #server: Server;
   readonly #types: Map<string, FakeResourceType>;
   readonly #objects = new Map<string, Map<string, KubeObject>>();
@@ -119,6 +131,7 @@ export class FakeKubeApiServer {
   beforeWrite: ((write: FakeWrite) => Promise<void> | void) | undefined;
 
   private constructor(server: Server, types: readonly FakeResourceType[]) {
+    super();
     this.#server = server;
     this.#types = new Map(types.map((type) => [type.plural, type]));
     for (const type of types) this.#objects.set(type.plural, new Map());
@@ -246,6 +259,8 @@ export class FakeKubeApiServer {
   private watch(url: URL, plural: string, namespace: string | undefined, response: ServerResponse): void {
     const from = Number(url.searchParams.get('resourceVersion') || '0');
     response.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    // The client waits for the headers before it reads events: send them now.
+    response.flushHeaders();
     if (from !== 0 && from < this.#oldestWatchable) {
       const status = statusBody(410, 'Expired', `too old resource version: ${from} (${this.#oldestWatchable})`);
       response.end(`${JSON.stringify({ type: 'ERROR', object: status })}\n`);
@@ -288,7 +303,8 @@ export class FakeKubeApiServer {
     return object;
   }
 
-  private create(plural: string, namespace: string, input: KubeObject): KubeObject {
+  /** Creates an object as `POST` does (tests set up state with it). */
+  create(plural: string, namespace: string, input: KubeObject): KubeObject {
     const type = this.#type(plural);
     const name = input.metadata?.name;
     if (!name) throw new ApiError(422, 'Invalid', 'metadata.name: Required value');
@@ -309,7 +325,8 @@ export class FakeKubeApiServer {
     return this.#commit(plural, 'ADDED', object);
   }
 
-  private update(
+  /** Replaces an object (or its `status`) as `PUT` does, 409 on a stale resourceVersion. */
+  update(
     plural: string,
     namespace: string,
     name: string,
@@ -359,7 +376,8 @@ export class FakeKubeApiServer {
     return this.#commit(plural, 'MODIFIED', next);
   }
 
-  private delete(plural: string, namespace: string, name: string): KubeObject {
+  /** Deletes an object as `DELETE` does (finalizers first, then garbage collection). */
+  delete(plural: string, namespace: string, name: string): KubeObject {
     const current = this.mustGet(plural, namespace, name);
     if ((current.metadata.finalizers ?? []).length > 0) {
       if (current.metadata.deletionTimestamp) return current;
@@ -407,6 +425,7 @@ export class FakeKubeApiServer {
       if (this.#matches(watch, entry))
         watch.response.write(`${JSON.stringify({ type, object: entry.object })}\n`);
     }
+    this.emit('change', { type, plural, object: structuredClone(object) } satisfies FakeChange);
     return structuredClone(object);
   }
 

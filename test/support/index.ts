@@ -26,3 +26,14 @@ export {
   startCluster,
 } from './postgres-cluster.js';
 export { WorkerLoad } from './worker-load.js';
+export {
+  CORE_FAKE_TYPES,
+  type FakeChange,
+  FakeKubeApiServer,
+  type FakeResourceType,
+  type FakeWrite,
+  type KubeMetadata,
+  type KubeObject,
+  type WatchEventType,
+} from './fake-kube-apiserver.js';
+export { FakeKubelet } from './fake-kubelet.js';

@@ -34,6 +34,8 @@ export class ClaimInformer extends EventEmitter {
   #resync: NodeJS.Timeout | undefined;
   readonly #restarts = new Set<NodeJS.Timeout>();
   #stopped = false;
+  /** Per key: what of the claim a reconcile depends on, to skip status-only updates. */
+  readonly #seen = new Map<string, string>();
 
   constructor(clients: KubeClients, options: ClaimInformerOptions, onKey: (key: string) => void) {
     super();
@@ -88,9 +90,23 @@ export class ClaimInformer extends EventEmitter {
         : await clients.custom.listClusterCustomObject(request)) as KubernetesListObject<KubernetesObject>;
     const informer = makeInformer<KubernetesObject>(clients.config, path, list);
     const handle = (resource: KubernetesObject) => this.#onKey(resourceKey(resource.metadata ?? {}));
-    informer.on('add', handle);
-    informer.on('update', handle);
-    informer.on('delete', handle);
+    informer.on('add', (resource) => {
+      this.#seen.set(resourceKey(resource.metadata ?? {}), specSignature(resource));
+      handle(resource);
+    });
+    informer.on('update', (resource) => {
+      // Like controller-runtime's GenerationChangedPredicate: our own status writes change
+      // the resourceVersion only, and must not trigger another reconcile.
+      const key = resourceKey(resource.metadata ?? {});
+      const signature = specSignature(resource);
+      if (this.#seen.get(key) === signature) return;
+      this.#seen.set(key, signature);
+      handle(resource);
+    });
+    informer.on('delete', (resource) => {
+      this.#seen.delete(resourceKey(resource.metadata ?? {}));
+      handle(resource);
+    });
     informer.on('connect', () => this.emit('connect', namespace));
     let failures = 0;
     informer.on('connect', () => {
@@ -114,4 +130,10 @@ export class ClaimInformer extends EventEmitter {
 function splitKey(key: string): [string, string] {
   const slash = key.indexOf('/');
   return [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+/** Generation, uid, deletion mark and finalizers: a change in any of them needs a reconcile. */
+function specSignature(resource: KubernetesObject): string {
+  const { generation, uid, deletionTimestamp, finalizers } = resource.metadata ?? {};
+  return JSON.stringify([generation, uid, deletionTimestamp, finalizers]);
 }

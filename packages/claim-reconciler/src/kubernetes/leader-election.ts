@@ -110,7 +110,9 @@ export class LeaderElector extends EventEmitter {
     }
     const resourceVersion = lease.metadata?.resourceVersion;
     const observed =
-      this.#observed?.resourceVersion === resourceVersion ? this.#observed : { resourceVersion, at: Date.now() };
+      this.#observed !== undefined && this.#observed.resourceVersion === resourceVersion
+        ? this.#observed
+        : { resourceVersion, at: Date.now() };
     this.#observed = observed;
     const holder = lease.spec?.holderIdentity ?? '';
     const duration = (lease.spec?.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;

@@ -1,0 +1,26 @@
+import { it } from 'vitest';
+import { parseReconcilerConfig } from '../../src/index.js';
+import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
+import { tempDir, useReconcilerCluster } from '../fixtures.js';
+import { claimObject, makeController, startFakeApi } from './kube-fixtures.js';
+const suite = useReconcilerCluster();
+it('dbg', async () => {
+  const fake = await startFakeApi();
+  const scratch = await tempDir();
+  fake.on('change', (c) => console.log('CHANGE', c.type, c.plural, c.object.metadata.name, JSON.stringify(c.object.status ?? c.object.reason ?? '')));
+  let clock = new Date();
+  const { controller } = makeController(fake, { config: parseReconcilerConfig(suite.configText, suite.configFile), scratchDir: scratch.path, now: () => clock });
+  controller.on('reconciled', (r) => console.log('RECONCILED', r));
+  controller.on('watch-error', (r) => console.log('WERR', r));
+  controller.on('watch-connect', (r) => console.log('WCONN', r));
+  await controller.start();
+  console.log('started');
+  fake.create(CLAIM_PLURAL, 'shop', claimObject('orders', { instanceLabel: 'atlas', userName: 'orders', databaseName: 'orders' }, 'shop'));
+  await new Promise((r) => setTimeout(r, 2000));
+  clock = new Date(clock.getTime() + 61 * 60_000);
+  controller.enqueueAll();
+  await new Promise((r) => setTimeout(r, 3000));
+  console.log(fake.audit);
+  await controller.stop();
+  await fake.close();
+}, 30000);

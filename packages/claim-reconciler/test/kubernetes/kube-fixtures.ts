@@ -1,0 +1,96 @@
+/**
+ * Controller test helpers: the FAKE API server serving DatabaseClaims, a KubeConfig for the
+ * real client pointed at it, claim objects, and a controller wired to the folder adapter.
+ */
+import { KubeConfig } from '@kubernetes/client-node';
+import { type FakeChange, FakeKubeApiServer, type FakeResourceType, type KubeObject, nextEvent } from 'hotload-test-support';
+import type { ReconcilerConfig } from '../../src/index.js';
+import { ClaimController, type ClaimControllerOptions } from '../../src/kubernetes/claim-controller.js';
+import { CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from '../../src/kubernetes/claim-resource.js';
+import { FolderReconcileAdapter, type FolderReconcileAdapterOptions } from '../../src/kubernetes/folder-reconcile-adapter.js';
+import { kubeClients, type KubeClients } from '../../src/kubernetes/kube-clients.js';
+
+/** DatabaseClaim as the fake serves it (status subresource, like the CRD in deploy/). */
+export const CLAIM_TYPE: FakeResourceType = {
+  group: CLAIM_GROUP,
+  version: CLAIM_VERSION,
+  plural: CLAIM_PLURAL,
+  kind: 'DatabaseClaim',
+  statusSubresource: true,
+};
+
+/** A fake API server that serves DatabaseClaims too. */
+export function startFakeApi(): Promise<FakeKubeApiServer> {
+  return FakeKubeApiServer.start([CLAIM_TYPE]);
+}
+
+/** Clients of the real `@kubernetes/client-node` talking to `fake`. */
+export function clientsFor(fake: FakeKubeApiServer): KubeClients {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: 'fake', server: fake.url, skipTLSVerify: true }],
+    users: [{ name: 'test', token: 'fake-token' }],
+    contexts: [{ name: 'fake', cluster: 'fake', user: 'test' }],
+    currentContext: 'fake',
+  });
+  return kubeClients(config);
+}
+
+/** A DatabaseClaim object. */
+export function claimObject(name: string, spec: Record<string, unknown>, namespace = 'default'): KubeObject {
+  return {
+    apiVersion: `${CLAIM_GROUP}/${CLAIM_VERSION}`,
+    kind: 'DatabaseClaim',
+    metadata: { name, namespace },
+    spec,
+  };
+}
+
+/** A controller on `fake` driving the folder adapter; `stop()` when done. */
+export function makeController(
+  fake: FakeKubeApiServer,
+  adapter: FolderReconcileAdapterOptions,
+  options: Partial<ClaimControllerOptions> = {},
+): { controller: ClaimController; adapter: FolderReconcileAdapter; clients: KubeClients } {
+  const clients = clientsFor(fake);
+  const reconciler = new FolderReconcileAdapter(adapter);
+  const controller = new ClaimController({
+    clients,
+    reconciler,
+    backoff: { baseMillis: 50, maxMillis: 1000 },
+    watchRestartMillis: 50,
+    ...options,
+  });
+  return { controller, adapter: reconciler, clients };
+}
+
+/** Resolves with the next change of `fake` that `accept` takes. */
+export function nextChange(fake: FakeKubeApiServer, accept: (change: FakeChange) => boolean): Promise<FakeChange> {
+  return nextEvent<FakeChange>(fake, 'change', accept);
+}
+
+/** The next status write of claim `name` whose Ready condition is `status`. */
+export function claimReady(fake: FakeKubeApiServer, name: string, status: 'True' | 'False' = 'True'): Promise<FakeChange> {
+  return nextChange(
+    fake,
+    (change) =>
+      change.plural === CLAIM_PLURAL &&
+      change.object.metadata.name === name &&
+      readyStatus(change.object) === status,
+  );
+}
+
+/** The `Ready` condition's status of a claim object. */
+export function readyStatus(object: KubeObject | undefined): string | undefined {
+  const conditions = (object?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)
+    ?.conditions;
+  return conditions?.find((condition) => condition.type === 'Ready')?.status;
+}
+
+/** Decoded data of a Secret object. */
+export function secretData(secret: KubeObject | undefined): Record<string, string> {
+  const data = (secret?.data ?? {}) as Record<string, string>;
+  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+}
+
+export type { ReconcilerConfig };
