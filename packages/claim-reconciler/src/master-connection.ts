@@ -6,6 +6,9 @@ import pg from 'pg';
 import { type ConnectionParts, pgClientConfig } from './pg-connection.js';
 import { type FragmentKey, readMasterPassword } from './reconciler-config.js';
 
+/** First key of every advisory lock this reconciler takes (the second names the claim users). */
+export const ADVISORY_LOCK_NAMESPACE = 'hotload-claim-reconciler';
+
 /** A PostgreSQL instance as a claim targets it: its fragment key and effective host/port. */
 export interface InstanceTarget {
   /** Fragment key label matched by the claim's `instanceLabel`. */
@@ -84,13 +87,36 @@ export class MasterConnection {
     }
   }
 
+  /**
+   * Runs `work` holding the PostgreSQL advisory lock `name` on this instance, so that two
+   * reconcilers (processes, machines) never work on the same claim users at once: the
+   * second waits, then observes what the first did. The lock lives on its own connection
+   * (not a pooled one, so a pass with many claims cannot starve its own queries); if this
+   * process dies the server ends the session and releases the lock.
+   */
+  async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const client = new pg.Client(pgClientConfig({ ...this.#parts, database: 'postgres' }));
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [
+        ADVISORY_LOCK_NAMESPACE,
+        name,
+      ]);
+      return await work();
+    } finally {
+      // Ending the session releases the lock, also when the unlock itself cannot be sent.
+      await client.end().catch(() => {});
+    }
+  }
+
   /** Closes the pool. */
   async close(): Promise<void> {
     await this.#pool.end();
   }
 }
 
-/** Opens master connections on demand, one per instance and login, and closes them all. */
+/** Opens master connections on demand, one per fragment key and instance, and closes them all. */
 export class MasterConnections {
   readonly #open = new Map<string, Promise<MasterConnection>>();
 
@@ -98,7 +124,9 @@ export class MasterConnections {
 
   /** The connection for `target`, reading the master password on first use. */
   get(target: InstanceTarget): Promise<MasterConnection> {
-    const key = `${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
+    // Per fragment key, even when two keys share user, host and sslmode: each logs in with
+    // its own password file, so a wrong one is found rather than hidden by the other's.
+    const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
     let connection = this.#open.get(key);
     if (!connection) {
       connection = readMasterPassword(target.fragment).then(

@@ -61,6 +61,7 @@ export const CLAIM_STATES: readonly ClaimResult[] = [
   'unchanged',
   'deleted',
   'deletion-pending',
+  'not-pruned',
   'error',
 ];
 

@@ -6,7 +6,7 @@
 import type { MasterConnection } from './master-connection.js';
 import { scramSha256Verifier } from './scram-verifier.js';
 import { quoteIdentifier, quoteLiteral } from './sql-identifiers.js';
-import type { StepHook } from './steps.js';
+import { performStep, type StepHook } from './steps.js';
 
 /** SQLSTATE codes treated as "someone (an earlier, crashed run) already did it". */
 const DUPLICATE_DATABASE = '42P04';
@@ -91,7 +91,8 @@ export class Provisioner {
   constructor(
     private readonly master: MasterConnection,
     private readonly names: ClaimNames,
-    private readonly step: (action: string) => Promise<void>,
+    /** Announces a write; false means "do not perform it" (a dry run). */
+    private readonly step: (action: string) => Promise<boolean>,
   ) {}
 
   /** Builds a provisioner whose steps are reported to `hook` for `claim`. */
@@ -101,9 +102,7 @@ export class Provisioner {
     claim: string,
     hook: StepHook | undefined,
   ): Provisioner {
-    return new Provisioner(master, names, async (action) => {
-      await hook?.({ claim, action });
-    });
+    return new Provisioner(master, names, (action) => performStep(hook, { claim, action }));
   }
 
   /** Reads the database owner and the claim's roles. */
@@ -183,14 +182,14 @@ export class Provisioner {
         const sql = `CREATE ROLE ${quoteIdentifier(user)} LOGIN IN ROLE ${quoteIdentifier(baseRole)}`;
         if (await this.createRole(user, sql)) rolesCreated.push(user);
       } else if (!role.memberOfBase) {
-        await this.step(`grant-membership ${user}`);
-        await this.master.query(`GRANT ${quoteIdentifier(baseRole)} TO ${quoteIdentifier(user)}`);
+        if (await this.step(`grant-membership ${user}`))
+          await this.master.query(`GRANT ${quoteIdentifier(baseRole)} TO ${quoteIdentifier(user)}`);
       }
       if (!role?.actsAsBase) {
         // Sessions of either user run as the base role, so whatever one user creates the
         // other can use after a rotation (objects are owned by the base role, not by _a/_b).
-        await this.step(`set-session-role ${user}`);
-        await this.master.query(`ALTER ROLE ${quoteIdentifier(user)} SET role = ${quoteLiteral(baseRole)}`);
+        if (await this.step(`set-session-role ${user}`))
+          await this.master.query(`ALTER ROLE ${quoteIdentifier(user)} SET role = ${quoteLiteral(baseRole)}`);
       }
     }
     return { databaseCreated, rolesCreated };
@@ -198,13 +197,15 @@ export class Provisioner {
 
   /**
    * Sets `user`'s password. Only its SCRAM-SHA-256 verifier is sent, so the clear text
-   * never reaches the server (statement log, error reports, pg_stat_activity).
+   * never reaches the server (statement log, error reports, pg_stat_activity). Resolves
+   * false when a dry run skipped it.
    */
-  async setPassword(user: string, password: string): Promise<void> {
-    await this.step(`set-password ${user}`);
+  async setPassword(user: string, password: string): Promise<boolean> {
+    if (!(await this.step(`set-password ${user}`))) return false;
     await this.master.query(
       `ALTER ROLE ${quoteIdentifier(user)} WITH LOGIN PASSWORD ${quoteLiteral(scramSha256Verifier(password))}`,
     );
+    return true;
   }
 
   /**
@@ -226,8 +227,8 @@ export class Provisioner {
     const found = rows[0];
     if (!found) return 'absent';
     if (!found.managed) return 'not-ours';
-    await this.step(`drop-database ${database}`);
-    await this.master.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
+    if (await this.step(`drop-database ${database}`))
+      await this.master.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
     return 'dropped';
   }
 
@@ -247,8 +248,8 @@ export class Provisioner {
         kept.push(role);
         continue;
       }
-      await this.step(`drop-role ${role}`);
-      await this.master.query(`DROP ROLE IF EXISTS ${quoteIdentifier(role)}`);
+      if (await this.step(`drop-role ${role}`))
+        await this.master.query(`DROP ROLE IF EXISTS ${quoteIdentifier(role)}`);
       dropped.push(role);
     }
     return { dropped, kept };
@@ -285,7 +286,7 @@ export class Provisioner {
    * if it carries the marker (a concurrent run of ours created it).
    */
   private async createRole(role: string, sql: string): Promise<boolean> {
-    await this.step(`create-role ${role}`);
+    if (!(await this.step(`create-role ${role}`))) return true;
     try {
       await this.master.transaction([
         sql,
@@ -307,7 +308,7 @@ export class Provisioner {
   /** CREATE DATABASE cannot run in a transaction and has no IF NOT EXISTS: 42P04 means done. */
   private async createDatabase(): Promise<boolean> {
     const { database, baseRole } = this.names;
-    await this.step(`create-database ${database}`);
+    if (!(await this.step(`create-database ${database}`))) return true;
     try {
       await this.master.query(
         `CREATE DATABASE ${quoteIdentifier(database)} OWNER ${quoteIdentifier(baseRole)}`,
@@ -331,14 +332,15 @@ export class Provisioner {
       [baseRole, database],
     );
     if (granted.rows[0]?.ok) return;
-    await this.step(`grant-schema ${database}.public`);
-    await this.master.inDatabase(database, (client) =>
-      client.query(`GRANT ALL ON SCHEMA public TO ${quoteIdentifier(baseRole)}`),
-    );
-    await this.step(`grant-database ${database}`);
-    await this.master.query(
-      `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
-    );
+    if (await this.step(`grant-schema ${database}.public`)) {
+      await this.master.inDatabase(database, (client) =>
+        client.query(`GRANT ALL ON SCHEMA public TO ${quoteIdentifier(baseRole)}`),
+      );
+    }
+    if (await this.step(`grant-database ${database}`))
+      await this.master.query(
+        `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
+      );
   }
 }
 

@@ -6,6 +6,8 @@
 import { lstat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
+import type { ClaimPorts, SecretSink } from './claim-ports.js';
+import { FolderStatusStore } from './claim-status.js';
 import type { SslModeSetting } from './reconciler-config.js';
 
 /** Mode of every published file: readable by the owner only. */
@@ -48,12 +50,16 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
   return files;
 }
 
-/** Reads, writes and removes one claim's secret folder. */
-export class SecretPublisher {
+/** Reads, writes and removes one claim's secret folder: the folder mode's {@link SecretSink}. */
+export class SecretPublisher implements SecretSink {
   readonly #writer: AtomicSecretWriter;
 
   constructor(readonly directory: string) {
     this.#writer = new AtomicSecretWriter(directory, { fileMode: SECRET_FILE_MODE });
+  }
+
+  get location(): string {
+    return this.directory;
   }
 
   /** What the secret holds now, or undefined when there is none or it is incomplete. */
@@ -93,9 +99,18 @@ export class SecretPublisher {
     }
   }
 
-  /** Publishes atomically; resolves false when the content was already exactly this. */
-  async publish(credentials: PublishedCredentials, dsnName: string): Promise<boolean> {
-    const result = await this.#writer.write(secretFiles(credentials, dsnName));
+  /**
+   * Publishes atomically; resolves false when the content was already exactly this. The
+   * writer's inner steps are announced to `onStep` as `publish-secret:<step>`.
+   */
+  async publish(
+    credentials: PublishedCredentials,
+    dsnName: string,
+    onStep?: (action: string) => Promise<void>,
+  ): Promise<boolean> {
+    const result = await this.#writer.write(secretFiles(credentials, dsnName), {
+      onStep: (step) => onStep?.(`publish-secret:${step}`),
+    });
     return result.changed;
   }
 
@@ -113,8 +128,27 @@ export class SecretPublisher {
     return keys.some((key) => current[key]?.toString('utf8') !== wanted[key]);
   }
 
+  /** What a publish killed midway left: folders `..data` does not point to. */
+  stale(): Promise<string[]> {
+    return this.#writer.staleEntries();
+  }
+
+  /** Removes what {@link stale} lists (it may hold a previous password that still works). */
+  async sweep(): Promise<void> {
+    await this.#writer.sweep();
+  }
+
   /** Removes the secret folder. */
   async remove(): Promise<void> {
     await rm(this.directory, { recursive: true, force: true });
   }
+}
+
+/** The folder mode's ports: secret folders and status files under `outputDir`. */
+export function folderPorts(outputDir: string): ClaimPorts {
+  return {
+    secretFor: (namespace, secretName) =>
+      new SecretPublisher(secretDirectory(outputDir, namespace, secretName)),
+    statuses: new FolderStatusStore(outputDir),
+  };
 }

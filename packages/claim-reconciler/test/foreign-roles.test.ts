@@ -165,7 +165,7 @@ describe('pre-existing roles this reconciler did not create', () => {
     await suite.cluster.query(`COMMENT ON ROLE marked_b IS '${MANAGED_ROLE_MARKER}'`);
     expect((await reconciler.reconcile(claims)).outcomes[0]?.error).toBeUndefined();
     await suite.cluster.query('COMMENT ON ROLE marked_b IS NULL');
-    const deleted = await reconciler.reconcile([]);
+    const deleted = await reconciler.reconcile([], { prune: true });
     expect(deleted.outcomes).toMatchObject([{ claim: 'default/marked', result: 'deleted' }]);
     expect(deleted.outcomes[0]?.actions).toContain(
       `dropped roles marked_a, marked on ${suite.cluster.host}:${suite.cluster.port}`,
