@@ -5,14 +5,14 @@
  * `lastTransitionTime` while its status stays the same, as `meta.SetStatusCondition` does.
  */
 import type { ClaimCondition } from './claim-resource.js';
-import type { ClaimReconcileResult } from './reconcile-port.js';
+import type { ClaimReconcile } from '../claim-outcome.js';
 
 /** Reason of a condition when nothing went wrong. */
 export const REASON_RECONCILED = 'Reconciled';
 
 /** What the conditions are computed from. */
 export interface ConditionInput {
-  readonly result: ClaimReconcileResult | { readonly invalid: string } | { readonly deleting: ClaimReconcileResult };
+  readonly result: ClaimReconcile | { readonly invalid: string } | { readonly deleting: ClaimReconcile };
   readonly generation: number;
   /** Whether a Secret with verified credentials is published for the claim. */
   readonly published: boolean;
@@ -39,7 +39,7 @@ export function nextConditions(
       message: result.error.message,
     };
   } else {
-    synced = { status: 'True', reason: REASON_RECONCILED, message: result.actions.join('; ') || result.outcome };
+    synced = { status: 'True', reason: REASON_RECONCILED, message: result.outcome.actions.join('; ') || result.outcome.result };
   }
   const ready = published
     ? { status: 'True' as const, reason: 'SecretPublished', message: 'the Secret holds verified credentials' }

@@ -18,7 +18,10 @@ import { type ClaimRef, stateFromStatus, statusFields, writeClaimStatus } from '
 import type { ConditionInput } from './claim-conditions.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
-import type { ClaimIO, ClaimReconcilePort, ClaimReconcileResult } from './reconcile-port.js';
+import type { ClaimReconcile } from '../claim-outcome.js';
+import type { ClaimPorts } from '../claim-ports.js';
+import { KubeStatusStore } from './kube-status-store.js';
+import type { ClaimReconcilePort } from './reconcile-port.js';
 import { type BackoffSettings, WorkQueue, type WorkOutcome } from './work-queue.js';
 
 /** Options of {@link ClaimController}. */
@@ -42,7 +45,7 @@ export interface ClaimControllerOptions {
 /** What one reconcile of a key did (emitted as `reconciled`, for tests and metrics). */
 export interface KeyReconciled {
   readonly key: string;
-  readonly outcome: ClaimReconcileResult['outcome'] | 'invalid' | 'finalized' | 'gone';
+  readonly outcome: ClaimReconcile['outcome']['result'] | 'invalid' | 'finalized' | 'gone';
   readonly error?: string;
 }
 
@@ -138,67 +141,67 @@ export class ClaimController extends EventEmitter {
       return this.#done({ key, outcome: 'invalid', error: parsed.error });
     }
     const claim = parsed.claim;
-    const io = this.#io(claim, resource);
-    if (deleting) return this.#finalize(key, ref, claim, io, resource, generation);
+    const { ports, store } = this.#ports(claim, resource);
+    if (deleting) return this.#finalize(key, ref, claim, ports, store, resource, generation);
     if (!hasFinalizer(resource) && !(await addFinalizer(this.#options.clients, ref))) {
       return this.#done({ key, outcome: 'gone' });
     }
-    const result = await this.#options.reconciler.reconcile(claim, io);
-    const published = (result.status?.activeUser ?? null) !== null;
-    await this.#writeStatus(ref, statusFields(result.status), { result, generation, published });
-    const event = eventFor(result.outcome, result.actions, result.error?.message);
+    const result = await this.#options.reconciler.reconcile(claim, ports);
+    const recorded = store.recorded;
+    const state = recorded?.kind === 'written' ? recorded.status : stateFromStatus(resource, key, claim.secretName);
+    const published = (state?.activeUser ?? null) !== null;
+    await this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published });
+    const { outcome, error } = result;
+    const event = eventFor(outcome.result, outcome.actions, error?.message);
     if (event) await this.#event(ref, event);
-    this.#report({ key, outcome: result.outcome, error: result.error?.message });
-    if (result.error?.kind === 'retryable') return { kind: 'failed' };
-    return { kind: 'done', requeueAfterMillis: result.error ? undefined : result.requeueAfterMillis };
+    this.#report({ key, outcome: outcome.result, error: error?.message });
+    if (error?.kind === 'retryable') return { kind: 'failed' };
+    return { kind: 'done', requeueAfterMillis: error ? undefined : result.requeueAfterMillis };
   }
 
   async #finalize(
     key: string,
     ref: ClaimRef,
     claim: DatabaseClaim,
-    io: ClaimIO,
+    ports: ClaimPorts,
+    store: KubeStatusStore,
     resource: ClaimResource,
     generation: number,
   ): Promise<WorkOutcome> {
     if (!hasFinalizer(resource)) return this.#done({ key, outcome: 'gone' });
-    const result = await this.#options.reconciler.finalize(claim, io);
+    const result = await this.#options.reconciler.finalize(claim, ports);
     if (result.error) {
-      await this.#writeStatus(ref, statusFields(result.status), {
+      const recorded = store.recorded;
+      await this.#writeStatus(ref, recorded?.kind === 'written' ? statusFields(recorded.status) : {}, {
         result: { deleting: result },
         generation,
         published: false,
       });
       await this.#event(ref, { type: 'Warning', reason: 'DeletionBlocked', message: result.error.message });
-      this.#report({ key, outcome: result.outcome, error: result.error.message });
+      this.#report({ key, outcome: result.outcome.result, error: result.error.message });
       return { kind: 'failed' };
     }
-    await this.#event(ref, eventFor('deleted', result.actions, undefined)!);
+    await this.#event(ref, eventFor('deleted', result.outcome.actions, undefined)!);
     await removeFinalizer(this.#options.clients, ref);
     return this.#done({ key, outcome: 'finalized' });
   }
 
-  /** The cluster side of one claim's reconcile. */
-  #io(claim: DatabaseClaim, resource: ClaimResource): ClaimIO {
-    const state = stateFromStatus(resource, claim.key, claim.secretName);
-    return {
-      secret: new KubeSecretSink(this.#options.clients, {
-        namespace: claim.namespace,
-        name: claim.name,
-        uid: resource.metadata.uid,
-        secretName: claim.secretName,
-      }),
-      status: { read: () => state },
-      others: () =>
-        this.#informer
-          .list()
-          .filter((other) => resourceKey(other.metadata) !== claim.key)
-          .map((other) => {
-            const otherClaim = claimFromResource(other).claim;
-            const key = resourceKey(other.metadata);
-            return { key, status: otherClaim ? stateFromStatus(other, key, otherClaim.secretName) : undefined };
-          }),
+  /** The cluster side of one claim's reconcile: its Secret, and every claim's recorded state. */
+  #ports(claim: DatabaseClaim, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
+    const states = this.#informer.list().flatMap((other) => {
+      const otherKey = resourceKey(other.metadata);
+      if (otherKey === claim.key) return [stateFromStatus(resource, claim.key, claim.secretName) ?? []].flat();
+      const otherClaim = claimFromResource(other).claim;
+      return [(otherClaim && stateFromStatus(other, otherKey, otherClaim.secretName)) ?? []].flat();
+    });
+    const store = new KubeStatusStore(states);
+    const owner = { namespace: claim.namespace, name: claim.name, uid: resource.metadata.uid };
+    const ports: ClaimPorts = {
+      secretFor: (namespace, secretName) =>
+        new KubeSecretSink(this.#options.clients, { ...owner, namespace, secretName }, this.#options.now),
+      statuses: store,
     };
+    return { ports, store };
   }
 
   async #writeStatus(ref: ClaimRef, fields: Parameters<typeof writeClaimStatus>[2], input: Omit<ConditionInput, 'now'>) {

@@ -2,12 +2,19 @@
  * The claim's credentials as a Kubernetes Secret: `type: Opaque`, the folder mode's keys,
  * in the claim's namespace under `secretName`, owned by the claim (so deleting the claim
  * garbage-collects it), updated in place so the kubelet swaps the mounted files. The data
- * never reaches a log, an event or an error message.
+ * never reaches a log, an event or an error message. The annotation
+ * {@link PUBLISHED_AT_ANNOTATION} records when it was published (a folder's `..data` mtime).
  */
 import type { V1OwnerReference, V1Secret } from '@kubernetes/client-node';
 import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
 import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
-import type { SecretData, SecretSink } from './reconcile-port.js';
+import type { SecretSink } from '../claim-ports.js';
+import {
+  credentialsFromSecret,
+  type PublishedCredentials,
+  secretDiffers,
+  secretFiles,
+} from '../secret-publisher.js';
 
 /** Label on every Secret the controller writes. */
 export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'hotload-claim-reconciler' } as const;
@@ -25,29 +32,55 @@ export class SecretOwnershipError extends Error {
   override readonly name = 'SecretOwnershipError';
 }
 
-/** {@link SecretSink} on the Kubernetes API. */
+/** Annotation with the time the credentials were last published (the rotation clock). */
+export const PUBLISHED_AT_ANNOTATION = 'hotload-claim-reconciler/published-at';
+
+/** The folder mode's {@link SecretSink}, on the Kubernetes API. */
 export class KubeSecretSink implements SecretSink {
   readonly #clients: KubeClients;
   readonly #owner: SecretOwner;
+  readonly #now: () => Date;
 
-  constructor(clients: KubeClients, owner: SecretOwner) {
+  constructor(clients: KubeClients, owner: SecretOwner, now: () => Date = () => new Date()) {
     this.#clients = clients;
     this.#owner = owner;
+    this.#now = now;
   }
 
-  async read(): Promise<SecretData | undefined> {
+  get location(): string {
+    return `Secret ${this.#owner.namespace}/${this.#owner.secretName}`;
+  }
+
+  async read(): Promise<PublishedCredentials | undefined> {
+    const data = await this.#ownData();
+    return data && credentialsFromSecret((key) => data[key]);
+  }
+
+  async publishedAt(): Promise<Date | undefined> {
     const secret = await this.#get();
-    if (!secret || !this.#owns(secret)) return undefined;
-    return decode(secret.data ?? {});
+    const at = secret && this.#owns(secret) ? secret.metadata?.annotations?.[PUBLISHED_AT_ANNOTATION] : undefined;
+    return at ? new Date(at) : undefined;
   }
 
-  async publish(data: SecretData): Promise<boolean> {
+  async differs(credentials: PublishedCredentials, dsnName: string): Promise<boolean> {
+    const data = await this.#ownData();
+    if (!data) return true;
+    return secretDiffers((key) => data[key], Object.keys(data).length, secretFiles(credentials, dsnName));
+  }
+
+  async publish(
+    credentials: PublishedCredentials,
+    dsnName: string,
+    onStep?: (action: string) => Promise<void>,
+  ): Promise<boolean> {
+    const files = secretFiles(credentials, dsnName);
+    await onStep?.('publish-secret:write');
     return retryOnConflict(async () => {
       const current = await this.#get();
       if (!current) {
         await this.#clients.core.createNamespacedSecret({
           namespace: this.#owner.namespace,
-          body: this.#desired(data),
+          body: this.#desired(files),
         });
         return true;
       }
@@ -55,14 +88,21 @@ export class KubeSecretSink implements SecretSink {
         throw new SecretOwnershipError(
           `Secret ${this.#owner.namespace}/${this.#owner.secretName} exists and is not owned by DatabaseClaim ${this.#owner.name}; it is left untouched`,
         );
-      if (sameData(decode(current.data ?? {}), data) && current.type === 'Opaque') return false;
+      const data = decode(current.data ?? {});
+      if (!secretDiffers((key) => data[key], Object.keys(data).length, files) && current.type === 'Opaque')
+        return false;
       const body: V1Secret = {
         ...current,
         type: 'Opaque',
-        data: encode(data),
-        metadata: { ...current.metadata, labels: { ...current.metadata?.labels, ...MANAGED_BY_LABEL } },
+        data: encode(files),
+        metadata: {
+          ...current.metadata,
+          labels: { ...current.metadata?.labels, ...MANAGED_BY_LABEL },
+          annotations: { ...current.metadata?.annotations, [PUBLISHED_AT_ANNOTATION]: this.#now().toISOString() },
+        },
       };
       delete body.stringData;
+      // Updated in place (same object): the kubelet swaps the mounted files atomically.
       await this.#clients.core.replaceNamespacedSecret({
         name: this.#owner.secretName,
         namespace: this.#owner.namespace,
@@ -71,6 +111,13 @@ export class KubeSecretSink implements SecretSink {
       return true;
     });
   }
+
+  /** A Kubernetes Secret is replaced whole: a publish never leaves anything behind. */
+  async stale(): Promise<string[]> {
+    return [];
+  }
+
+  async sweep(): Promise<void> {}
 
   async remove(): Promise<void> {
     const current = await this.#get();
@@ -83,6 +130,11 @@ export class KubeSecretSink implements SecretSink {
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
+  }
+
+  async #ownData(): Promise<Record<string, string> | undefined> {
+    const secret = await this.#get();
+    return secret && this.#owns(secret) ? decode(secret.data ?? {}) : undefined;
   }
 
   async #get(): Promise<V1Secret | undefined> {
@@ -103,7 +155,7 @@ export class KubeSecretSink implements SecretSink {
     );
   }
 
-  #desired(data: SecretData): V1Secret {
+  #desired(files: Record<string, string>): V1Secret {
     return {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -112,9 +164,10 @@ export class KubeSecretSink implements SecretSink {
         name: this.#owner.secretName,
         namespace: this.#owner.namespace,
         labels: { ...MANAGED_BY_LABEL },
+        annotations: { [PUBLISHED_AT_ANNOTATION]: this.#now().toISOString() },
         ownerReferences: [ownerReference(this.#owner)],
       },
-      data: encode(data),
+      data: encode(files),
     };
   }
 }
@@ -131,7 +184,7 @@ export function ownerReference(owner: SecretOwner): V1OwnerReference {
   };
 }
 
-function encode(data: SecretData): Record<string, string> {
+function encode(data: Readonly<Record<string, string>>): Record<string, string> {
   return Object.fromEntries(Object.entries(data).map(([key, value]) => [key, Buffer.from(value).toString('base64')]));
 }
 
@@ -139,9 +192,4 @@ function decode(data: Record<string, string>): Record<string, string> {
   return Object.fromEntries(
     Object.entries(data).map(([key, value]) => [key, Buffer.from(value, 'base64').toString('utf8')]),
   );
-}
-
-function sameData(a: SecretData, b: SecretData): boolean {
-  const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
 }

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseReconcilerConfig } from '../../src/index.js';
 import type { ClaimController } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
-import { canLogin, tempDir, useReconcilerCluster } from '../fixtures.js';
+import { canLogin, useReconcilerCluster } from '../fixtures.js';
 import {
   claimObject,
   claimReady,
@@ -22,27 +22,24 @@ import {
 
 const suite = useReconcilerCluster();
 let fake: FakeKubeApiServer;
-let controller: ClaimController | undefined;
-let scratch: Awaited<ReturnType<typeof tempDir>>;
+let running: { controller: ClaimController; stop: () => Promise<void> } | undefined;
 let clock = new Date();
 
 beforeAll(async () => {
   fake = await startFakeApi();
-  scratch = await tempDir('controller-scratch-');
 });
 afterEach(async () => {
-  await controller?.stop();
-  controller = undefined;
+  await running?.stop();
+  running = undefined;
 });
 afterAll(async () => {
   await fake?.close();
-  await scratch?.cleanup();
 });
 
 function start(configText = suite.configText): ClaimController {
   const config = parseReconcilerConfig(configText, suite.configFile);
-  controller = makeController(fake, { config, scratchDir: scratch.path, now: () => clock }).controller;
-  return controller;
+  running = makeController(fake, { config, now: () => clock });
+  return running.controller;
 }
 
 describe('a DatabaseClaim resource', () => {

@@ -7,7 +7,7 @@ import { type FakeChange, FakeKubeApiServer, type FakeResourceType, type KubeObj
 import type { ReconcilerConfig } from '../../src/index.js';
 import { ClaimController, type ClaimControllerOptions } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from '../../src/kubernetes/claim-resource.js';
-import { FolderReconcileAdapter, type FolderReconcileAdapterOptions } from '../../src/kubernetes/folder-reconcile-adapter.js';
+import { KubeClaimReconciler, type KubeClaimReconcilerOptions } from '../../src/kubernetes/kube-claim-reconciler.js';
 import { kubeClients, type KubeClients } from '../../src/kubernetes/kube-clients.js';
 
 /** DatabaseClaim as the fake serves it (status subresource, like the CRD in deploy/). */
@@ -46,14 +46,14 @@ export function claimObject(name: string, spec: Record<string, unknown>, namespa
   };
 }
 
-/** A controller on `fake` driving the folder adapter; `stop()` when done. */
+/** A controller on `fake` and its reconciler; `stop()` both when done. */
 export function makeController(
   fake: FakeKubeApiServer,
-  adapter: FolderReconcileAdapterOptions,
+  reconcilerOptions: KubeClaimReconcilerOptions,
   options: Partial<ClaimControllerOptions> = {},
-): { controller: ClaimController; adapter: FolderReconcileAdapter; clients: KubeClients } {
+): { controller: ClaimController; reconciler: KubeClaimReconciler; clients: KubeClients; stop: () => Promise<void> } {
   const clients = clientsFor(fake);
-  const reconciler = new FolderReconcileAdapter(adapter);
+  const reconciler = new KubeClaimReconciler(reconcilerOptions);
   const controller = new ClaimController({
     clients,
     reconciler,
@@ -61,7 +61,11 @@ export function makeController(
     watchRestartMillis: 50,
     ...options,
   });
-  return { controller, adapter: reconciler, clients };
+  const stop = async () => {
+    await controller.stop();
+    await reconciler.close();
+  };
+  return { controller, reconciler, clients, stop };
 }
 
 /** Resolves with the next change of `fake` that `accept` takes. */
