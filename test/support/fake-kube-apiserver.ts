@@ -114,7 +114,8 @@ export interface FakeChange {
 
 /**
  * The fake API server. Start with {@link FakeKubeApiServer.start}; always `close()`.
- * Emits `change` ({@link FakeChange}) after every committed write, so tests wait on events.
+ * Emits `change` ({@link FakeChange}) after every committed write and `watch-open`
+ * (`{ plural, namespace }`) when a watch stream starts, so tests wait on events.
  */
 export class FakeKubeApiServer extends EventEmitter {
   readonly #server: Server;
@@ -282,6 +283,7 @@ export class FakeKubeApiServer extends EventEmitter {
             .map(({ type, object }) => ({ type, object }));
     for (const event of backlog) response.write(`${JSON.stringify(event)}\n`);
     this.#watches.add(watch);
+    this.emit('watch-open', { plural, namespace });
     const timeoutSeconds = Number(url.searchParams.get('timeoutSeconds') || '0');
     const timer = timeoutSeconds > 0 ? setTimeout(() => response.end(), timeoutSeconds * 1000) : undefined;
     response.on('close', () => {
