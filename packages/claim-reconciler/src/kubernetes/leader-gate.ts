@@ -19,6 +19,7 @@ export function runWhileLeading(
   onError: (message: string) => void = () => {},
 ): LeaderGate {
   let started: Promise<void> | undefined;
+  let stopping = false;
   elector.on('started-leading', () => {
     started = controller.start().catch((error: unknown) => onError(`controller start failed: ${(error as Error).message}`));
   });
@@ -26,13 +27,15 @@ export function runWhileLeading(
     void (async () => {
       await started;
       await controller.stop();
-      onLost();
+      // A Lease given up by stop() is a shutdown, not a loss.
+      if (!stopping) onLost();
     })();
   });
   elector.on('error', onError);
   elector.start();
   return {
     async stop() {
+      stopping = true;
       await started;
       await controller.stop();
       await elector.stop(true);
