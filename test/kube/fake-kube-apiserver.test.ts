@@ -5,7 +5,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeKubeApiServer, type KubeObject, nextEvent } from '../support/index.js';
 
-const CLAIMS = { group: 'example.com', version: 'v1', plural: 'widgets', kind: 'Widget', statusSubresource: true };
+const CLAIMS = {
+  group: 'example.com',
+  version: 'v1',
+  plural: 'widgets',
+  kind: 'Widget',
+  statusSubresource: true,
+};
 let fake: FakeKubeApiServer;
 
 beforeAll(async () => {
@@ -17,7 +23,11 @@ afterAll(async () => {
 
 const widgets = (ns = 'default') => `${fake.url}/apis/example.com/v1/namespaces/${ns}/widgets`;
 
-async function call(method: string, url: string, body?: unknown): Promise<{ code: number; json: any }> {
+/** A JSON API response, loosely typed: the tests check its shape. */
+// biome-ignore lint/suspicious/noExplicitAny: response bodies are checked field by field
+type Json = any;
+
+async function call(method: string, url: string, body?: unknown): Promise<{ code: number; json: Json }> {
   const response = await fetch(url, {
     method,
     headers: { 'content-type': 'application/json' },
@@ -31,11 +41,11 @@ function widget(name: string, spec: object = { size: 1 }): KubeObject {
 }
 
 /** Reads watch events line by line until `count` have arrived (or the stream ends). */
-async function watchEvents(url: string, count: number): Promise<Array<{ type: string; object: any }>> {
+async function watchEvents(url: string, count: number): Promise<Array<{ type: string; object: Json }>> {
   const controller = new AbortController();
   const response = await fetch(url, { signal: controller.signal });
   const reader = response.body!.getReader();
-  const events: Array<{ type: string; object: any }> = [];
+  const events: Array<{ type: string; object: Json }> = [];
   let buffered = '';
   while (events.length < count) {
     const { done, value } = await reader.read();
@@ -98,18 +108,29 @@ describe('the fake Kubernetes API server', () => {
     expect(replayed[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'b' } } });
 
     const opened = nextEvent(fake, 'watch-open');
-    const bookmarked = watchEvents(`${widgets()}?watch=true&allowWatchBookmarks=true&resourceVersion=${fake.resourceVersion}`, 1);
+    const bookmarked = watchEvents(
+      `${widgets()}?watch=true&allowWatchBookmarks=true&resourceVersion=${fake.resourceVersion}`,
+      1,
+    );
     await opened;
     fake.sendBookmarks();
-    expect((await bookmarked)[0]).toMatchObject({ type: 'BOOKMARK', object: { metadata: { resourceVersion: fake.resourceVersion } } });
+    expect((await bookmarked)[0]).toMatchObject({
+      type: 'BOOKMARK',
+      object: { metadata: { resourceVersion: fake.resourceVersion } },
+    });
 
     fake.compactHistory();
     const gone = await watchEvents(`${widgets()}?watch=true&resourceVersion=${from}`, 1);
-    expect(gone[0]).toMatchObject({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired' } });
+    expect(gone[0]).toMatchObject({
+      type: 'ERROR',
+      object: { kind: 'Status', code: 410, reason: 'Expired' },
+    });
   });
 
   it('finalizers: DELETE sets deletionTimestamp; removing the last finalizer deletes; none may be added meanwhile', async () => {
-    const created = (await call('POST', widgets(), { ...widget('f'), metadata: { name: 'f', finalizers: ['x/y'] } })).json;
+    const created = (
+      await call('POST', widgets(), { ...widget('f'), metadata: { name: 'f', finalizers: ['x/y'] } })
+    ).json;
     const deleting = await call('DELETE', `${widgets()}/f`);
     expect(deleting.json.metadata.deletionTimestamp).toBeDefined();
     expect(fake.get('widgets', 'default', 'f')).toBeDefined();
@@ -130,10 +151,18 @@ describe('the fake Kubernetes API server', () => {
   it('garbage-collects an object whose only owner is deleted', async () => {
     const owner = (await call('POST', widgets(), widget('owner'))).json;
     await call('POST', `${fake.url}/api/v1/namespaces/default/secrets`, {
-      metadata: { name: 'owned', ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'Widget', name: 'owner', uid: owner.metadata.uid }] },
+      metadata: {
+        name: 'owned',
+        ownerReferences: [
+          { apiVersion: 'example.com/v1', kind: 'Widget', name: 'owner', uid: owner.metadata.uid },
+        ],
+      },
       data: {},
     });
-    await call('POST', `${fake.url}/api/v1/namespaces/default/secrets`, { metadata: { name: 'free' }, data: {} });
+    await call('POST', `${fake.url}/api/v1/namespaces/default/secrets`, {
+      metadata: { name: 'free' },
+      data: {},
+    });
     await call('DELETE', `${widgets()}/owner`);
     expect(fake.get('secrets', 'default', 'owned')).toBeUndefined();
     expect(fake.get('secrets', 'default', 'free')).toBeDefined();
@@ -141,7 +170,8 @@ describe('the fake Kubernetes API server', () => {
 
   it('serves Leases with the same optimistic concurrency', async () => {
     const leases = `${fake.url}/apis/coordination.k8s.io/v1/namespaces/default/leases`;
-    const lease = (await call('POST', leases, { metadata: { name: 'l' }, spec: { holderIdentity: 'a' } })).json;
+    const lease = (await call('POST', leases, { metadata: { name: 'l' }, spec: { holderIdentity: 'a' } }))
+      .json;
     expect((await call('PUT', `${leases}/l`, { ...lease, spec: { holderIdentity: 'b' } })).code).toBe(200);
     expect((await call('PUT', `${leases}/l`, { ...lease, spec: { holderIdentity: 'c' } })).code).toBe(409);
   });

@@ -263,7 +263,11 @@ export class FakeKubeApiServer extends EventEmitter {
     // The client waits for the headers before it reads events: send them now.
     response.flushHeaders();
     if (from !== 0 && from < this.#oldestWatchable) {
-      const status = statusBody(410, 'Expired', `too old resource version: ${from} (${this.#oldestWatchable})`);
+      const status = statusBody(
+        410,
+        'Expired',
+        `too old resource version: ${from} (${this.#oldestWatchable})`,
+      );
       response.end(`${JSON.stringify({ type: 'ERROR', object: status })}\n`);
       return;
     }
@@ -354,7 +358,14 @@ export class FakeKubeApiServer extends EventEmitter {
       next.apiVersion = current.apiVersion;
       next.kind = current.kind;
       if (type.statusSubresource) next.status = structuredClone(current.status);
-      const kept = ['uid', 'creationTimestamp', 'deletionTimestamp', 'generation', 'namespace', 'name'] as const;
+      const kept = [
+        'uid',
+        'creationTimestamp',
+        'deletionTimestamp',
+        'generation',
+        'namespace',
+        'name',
+      ] as const;
       next.metadata = { ...next.metadata };
       for (const key of kept) {
         if (current.metadata[key] === undefined) delete next.metadata[key];
@@ -401,7 +412,9 @@ export class FakeKubeApiServer extends EventEmitter {
   /** Deletes (honouring finalizers) every object whose last owner was `ownerUid`. */
   #collectGarbage(ownerUid: string | undefined): void {
     if (!ownerUid) return;
-    const live = new Set([...this.#objects.values()].flatMap((store) => [...store.values()].map((o) => o.metadata.uid)));
+    const live = new Set(
+      [...this.#objects.values()].flatMap((store) => [...store.values()].map((o) => o.metadata.uid)),
+    );
     for (const [plural, store] of this.#objects) {
       for (const object of [...store.values()]) {
         const owners = object.metadata.ownerReferences ?? [];
@@ -421,7 +434,12 @@ export class FakeKubeApiServer extends EventEmitter {
   #record(plural: string, type: WatchEventType, object: KubeObject): KubeObject {
     this.#resourceVersion++;
     object.metadata.resourceVersion = this.resourceVersion;
-    const entry: HistoryEntry = { resourceVersion: this.#resourceVersion, plural, type, object: structuredClone(object) };
+    const entry: HistoryEntry = {
+      resourceVersion: this.#resourceVersion,
+      plural,
+      type,
+      object: structuredClone(object),
+    };
     this.#history.push(entry);
     for (const watch of this.#watches) {
       if (this.#matches(watch, entry))
@@ -475,7 +493,9 @@ function parsePath(pathname: string): Route | undefined {
   if (rest[0] === 'namespaces' && rest.length >= 3) {
     return { namespace: rest[1], plural: rest[2]!, name: rest[3], subresource: rest[4] };
   }
-  return rest.length === 1 ? { plural: rest[0]!, namespace: undefined, name: undefined, subresource: undefined } : undefined;
+  return rest.length === 1
+    ? { plural: rest[0]!, namespace: undefined, name: undefined, subresource: undefined }
+    : undefined;
 }
 
 async function readJson(request: IncomingMessage): Promise<unknown> {

@@ -23,13 +23,19 @@ export class FakeKubelet {
     this.#writer = new AtomicSecretWriter(directory);
     this.#listener = (change) => {
       const { metadata } = change.object;
-      if (change.plural !== 'secrets' || metadata.namespace !== namespace || metadata.name !== secretName) return;
+      if (change.plural !== 'secrets' || metadata.namespace !== namespace || metadata.name !== secretName)
+        return;
       if (change.type !== 'DELETED') this.#project(change.object);
     };
   }
 
   /** Projects the Secret now (if it exists) and on every change. */
-  static mount(api: FakeKubeApiServer, namespace: string, secretName: string, directory: string): FakeKubelet {
+  static mount(
+    api: FakeKubeApiServer,
+    namespace: string,
+    secretName: string,
+    directory: string,
+  ): FakeKubelet {
     const kubelet = new FakeKubelet(api, namespace, secretName, directory);
     api.on('change', kubelet.#listener);
     const current = api.get('secrets', namespace, secretName);
@@ -50,7 +56,9 @@ export class FakeKubelet {
 
   #project(secret: KubeObject): void {
     const data = (secret.data ?? {}) as Record<string, string>;
-    const files = Object.fromEntries(Object.entries(data).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
+    const files = Object.fromEntries(
+      Object.entries(data).map(([key, value]) => [key, Buffer.from(value, 'base64')]),
+    );
     this.#writes = this.#writes.then(async () => {
       const result = await this.#writer.write(files);
       if (result.changed) this.projections++;

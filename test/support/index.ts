@@ -14,6 +14,17 @@ export {
   setPassword,
 } from './app-database.js';
 export { type AppDatabaseSuite, useAppDatabases } from './app-database-suite.js';
+export {
+  CORE_FAKE_TYPES,
+  type FakeChange,
+  FakeKubeApiServer,
+  type FakeResourceType,
+  type FakeWrite,
+  type KubeMetadata,
+  type KubeObject,
+  type WatchEventType,
+} from './fake-kube-apiserver.js';
+export { FakeKubelet } from './fake-kubelet.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
 export { type EventSource, nextEvent } from './next-event.js';
@@ -26,14 +37,3 @@ export {
   startCluster,
 } from './postgres-cluster.js';
 export { WorkerLoad } from './worker-load.js';
-export {
-  CORE_FAKE_TYPES,
-  type FakeChange,
-  FakeKubeApiServer,
-  type FakeResourceType,
-  type FakeWrite,
-  type KubeMetadata,
-  type KubeObject,
-  type WatchEventType,
-} from './fake-kube-apiserver.js';
-export { FakeKubelet } from './fake-kubelet.js';

@@ -11,12 +11,12 @@
  */
 import { readFileSync, watch } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isSourceError } from 'hotload-core';
 import type { ClaimOutcome } from './claim-outcome.js';
+import { CONTROLLER_USAGE, ControllerUsageError, runControllerCli } from './kubernetes/controller-cli.js';
 import { prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics-server.js';
 import { PreflightError } from './preflight.js';
-import { isSourceError } from 'hotload-core';
-import { CONTROLLER_USAGE, ControllerUsageError, runControllerCli } from './kubernetes/controller-cli.js';
 import { formatProblem } from './problems.js';
 import { EXIT_CODES, type ReconcileFilesResult, reconcileFiles } from './reconcile-files.js';
 import { DEFAULT_MAX_DELETIONS } from './reconciler.js';
@@ -363,7 +363,8 @@ async function runController(argv: string[]): Promise<number> {
   try {
     return await runControllerCli(argv);
   } catch (error) {
-    if (!(error instanceof ControllerUsageError || error instanceof ConfigError || isSourceError(error))) throw error;
+    if (!(error instanceof ControllerUsageError || error instanceof ConfigError || isSourceError(error)))
+      throw error;
     console.error(`error: ${error.message}\nrun "hotload-claim-reconciler controller --help" for usage`);
     return EXIT_CODES.usage;
   }

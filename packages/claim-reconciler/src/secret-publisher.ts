@@ -54,7 +54,9 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
  * The credentials a secret's keys hold (`key` reads one key's text), or undefined when a
  * key is missing or the port is not a number. Shared by the folder and Kubernetes sinks.
  */
-export function credentialsFromSecret(key: (name: string) => string | undefined): PublishedCredentials | undefined {
+export function credentialsFromSecret(
+  key: (name: string) => string | undefined,
+): PublishedCredentials | undefined {
   const [host, port, database, username, password, sslmode] = [
     'hostname',
     'port',

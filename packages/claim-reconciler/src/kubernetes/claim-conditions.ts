@@ -4,8 +4,9 @@
  * `Ready` says a Secret with working credentials is published). A condition keeps its
  * `lastTransitionTime` while its status stays the same, as `meta.SetStatusCondition` does.
  */
-import type { ClaimCondition } from './claim-resource.js';
+
 import type { ClaimReconcile } from '../claim-outcome.js';
+import type { ClaimCondition } from './claim-resource.js';
 
 /** Reason of a condition when nothing went wrong. */
 export const REASON_RECONCILED = 'Reconciled';
@@ -39,7 +40,11 @@ export function nextConditions(
       message: result.error.message,
     };
   } else {
-    synced = { status: 'True', reason: REASON_RECONCILED, message: result.outcome.actions.join('; ') || result.outcome.result };
+    synced = {
+      status: 'True',
+      reason: REASON_RECONCILED,
+      message: result.outcome.actions.join('; ') || result.outcome.result,
+    };
   }
   const ready = published
     ? { status: 'True' as const, reason: 'SecretPublished', message: 'the Secret holds verified credentials' }

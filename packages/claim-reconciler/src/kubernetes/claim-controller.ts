@@ -9,20 +9,20 @@
  */
 import { EventEmitter } from 'node:events';
 import type { HotloadLogger } from 'hotload-core';
+import type { ClaimReconcile } from '../claim-outcome.js';
+import type { ClaimPorts } from '../claim-ports.js';
 import type { DatabaseClaim } from '../claim-schema.js';
+import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './claim-finalizer.js';
 import { ClaimInformer } from './claim-informer.js';
 import { type ClaimResource, claimFromResource, resourceKey } from './claim-resource.js';
 import { type ClaimRef, stateFromStatus, statusFields, writeClaimStatus } from './claim-status-writer.js';
-import type { ConditionInput } from './claim-conditions.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
-import type { ClaimReconcile } from '../claim-outcome.js';
-import type { ClaimPorts } from '../claim-ports.js';
 import { KubeStatusStore } from './kube-status-store.js';
 import type { ClaimReconcilePort } from './reconcile-port.js';
-import { type BackoffSettings, WorkQueue, type WorkOutcome } from './work-queue.js';
+import { type BackoffSettings, type WorkOutcome, WorkQueue } from './work-queue.js';
 
 /** Options of {@link ClaimController}. */
 export interface ClaimControllerOptions {
@@ -148,7 +148,8 @@ export class ClaimController extends EventEmitter {
     }
     const result = await this.#options.reconciler.reconcile(claim, ports);
     const recorded = store.recorded;
-    const state = recorded?.kind === 'written' ? recorded.status : stateFromStatus(resource, key, claim.secretName);
+    const state =
+      recorded?.kind === 'written' ? recorded.status : stateFromStatus(resource, key, claim.secretName);
     const published = (state?.activeUser ?? null) !== null;
     await this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published });
     const { outcome, error } = result;
@@ -190,7 +191,8 @@ export class ClaimController extends EventEmitter {
   #ports(claim: DatabaseClaim, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
     const states = this.#informer.list().flatMap((other) => {
       const otherKey = resourceKey(other.metadata);
-      if (otherKey === claim.key) return [stateFromStatus(resource, claim.key, claim.secretName) ?? []].flat();
+      if (otherKey === claim.key)
+        return [stateFromStatus(resource, claim.key, claim.secretName) ?? []].flat();
       const otherClaim = claimFromResource(other).claim;
       return [(otherClaim && stateFromStatus(other, otherKey, otherClaim.secretName)) ?? []].flat();
     });
@@ -204,7 +206,11 @@ export class ClaimController extends EventEmitter {
     return { ports, store };
   }
 
-  async #writeStatus(ref: ClaimRef, fields: Parameters<typeof writeClaimStatus>[2], input: Omit<ConditionInput, 'now'>) {
+  async #writeStatus(
+    ref: ClaimRef,
+    fields: Parameters<typeof writeClaimStatus>[2],
+    input: Omit<ConditionInput, 'now'>,
+  ) {
     const now = this.#options.now?.() ?? new Date();
     await writeClaimStatus(this.#options.clients, ref, fields, { ...input, now });
   }

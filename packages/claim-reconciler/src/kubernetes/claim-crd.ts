@@ -69,7 +69,8 @@ function structural(schema: Schema): Schema {
   const anyOf = schema.anyOf as Schema[] | undefined;
   if (anyOf) {
     const types = anyOf.map((option) => option.type).sort();
-    if (types.join() !== 'integer,string') throw new Error(`no structural form for ${JSON.stringify(schema)}`);
+    if (types.join() !== 'integer,string')
+      throw new Error(`no structural form for ${JSON.stringify(schema)}`);
     const text = anyOf.find((option) => option.type === 'string')!;
     return {
       'x-kubernetes-int-or-string': true,
@@ -89,7 +90,13 @@ export function claimCustomResourceDefinition(): Schema {
     spec: {
       group: CLAIM_GROUP,
       scope: 'Namespaced',
-      names: { kind: CLAIM_KIND, listKind: `${CLAIM_KIND}List`, plural: CLAIM_PLURAL, singular: 'databaseclaim', shortNames: ['dbc'] },
+      names: {
+        kind: CLAIM_KIND,
+        listKind: `${CLAIM_KIND}List`,
+        plural: CLAIM_PLURAL,
+        singular: 'databaseclaim',
+        shortNames: ['dbc'],
+      },
       versions: [
         {
           name: CLAIM_VERSION,

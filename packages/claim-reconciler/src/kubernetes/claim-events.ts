@@ -72,7 +72,9 @@ export class ClaimEventRecorder {
         },
       });
     } catch (error) {
-      this.onError(`event ${event.reason} for ${claim.namespace}/${claim.name} not recorded: ${(error as Error).name}`);
+      this.onError(
+        `event ${event.reason} for ${claim.namespace}/${claim.name} not recorded: ${(error as Error).name}`,
+      );
     }
   }
 }

@@ -3,7 +3,13 @@
  * deleted at any moment still gets its deletion policy applied), removed once the policy
  * is applied. Both are read-modify-write with the resourceVersion, retried on 409.
  */
-import { CLAIM_FINALIZER, CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION, type ClaimResource } from './claim-resource.js';
+import {
+  CLAIM_FINALIZER,
+  CLAIM_GROUP,
+  CLAIM_PLURAL,
+  CLAIM_VERSION,
+  type ClaimResource,
+} from './claim-resource.js';
 import type { ClaimRef } from './claim-status-writer.js';
 import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 
@@ -18,7 +24,9 @@ export function hasFinalizer(resource: ClaimResource): boolean {
  */
 export async function addFinalizer(clients: KubeClients, ref: ClaimRef): Promise<ClaimResource | undefined> {
   return changeFinalizers(clients, ref, (resource) =>
-    resource.metadata.deletionTimestamp ? undefined : [...(resource.metadata.finalizers ?? []), CLAIM_FINALIZER],
+    resource.metadata.deletionTimestamp
+      ? undefined
+      : [...(resource.metadata.finalizers ?? []), CLAIM_FINALIZER],
   );
 }
 
@@ -34,7 +42,13 @@ async function changeFinalizers(
   ref: ClaimRef,
   next: (resource: ClaimResource) => string[] | undefined,
 ): Promise<ClaimResource | undefined> {
-  const path = { group: CLAIM_GROUP, version: CLAIM_VERSION, plural: CLAIM_PLURAL, namespace: ref.namespace, name: ref.name };
+  const path = {
+    group: CLAIM_GROUP,
+    version: CLAIM_VERSION,
+    plural: CLAIM_PLURAL,
+    namespace: ref.namespace,
+    name: ref.name,
+  };
   return retryOnConflict(async () => {
     let current: ClaimResource;
     try {

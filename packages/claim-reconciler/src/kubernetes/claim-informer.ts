@@ -13,7 +13,13 @@ import {
   makeInformer,
   type ObjectCache,
 } from '@kubernetes/client-node';
-import { CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION, type ClaimResource, resourceKey } from './claim-resource.js';
+import {
+  CLAIM_GROUP,
+  CLAIM_PLURAL,
+  CLAIM_VERSION,
+  type ClaimResource,
+  resourceKey,
+} from './claim-resource.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 
 /** Options of {@link ClaimInformer}. */
@@ -81,7 +87,9 @@ export class ClaimInformer extends EventEmitter {
 
   #makeInformer(clients: KubeClients, namespace: string | undefined) {
     const base = `/apis/${CLAIM_GROUP}/${CLAIM_VERSION}`;
-    const path = namespace ? `${base}/namespaces/${encodeURIComponent(namespace)}/${CLAIM_PLURAL}` : `${base}/${CLAIM_PLURAL}`;
+    const path = namespace
+      ? `${base}/namespaces/${encodeURIComponent(namespace)}/${CLAIM_PLURAL}`
+      : `${base}/${CLAIM_PLURAL}`;
     const request = { group: CLAIM_GROUP, version: CLAIM_VERSION, plural: CLAIM_PLURAL };
     // Custom objects come back as plain JSON lists.
     const list = async () =>
@@ -115,7 +123,10 @@ export class ClaimInformer extends EventEmitter {
     informer.on('error', (error: unknown) => {
       if (this.#stopped) return;
       failures++;
-      this.emit('error', `watching DatabaseClaims${namespace ? ` in ${namespace}` : ''}: ${describeApiError(error)}`);
+      this.emit(
+        'error',
+        `watching DatabaseClaims${namespace ? ` in ${namespace}` : ''}: ${describeApiError(error)}`,
+      );
       const delay = Math.min(30_000, (this.#options.restartBaseMillis ?? 500) * 2 ** (failures - 1));
       const timer = setTimeout(() => {
         this.#restarts.delete(timer);

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { type ConnectionSource, ConnectionConfig, SourceError, SourceWatcher } from 'hotload-core';
+import { ConnectionConfig, type ConnectionSource, SourceError, SourceWatcher } from 'hotload-core';
 import { ConfigError, parseReconcilerConfig, type ReconcilerConfig } from '../reconciler-config.js';
 
 /** A running config watch; `close()` when done. */
@@ -47,11 +47,20 @@ export async function watchReconcilerConfig(
         parsed = parseReconcilerConfig(text, file);
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
-        throw new SourceError({ code: 'invalid-value', source: 'reconciler-config', file, problem: error.message });
+        throw new SourceError({
+          code: 'invalid-value',
+          source: 'reconciler-config',
+          file,
+          problem: error.message,
+        });
       }
       pending = parsed;
       const digest = createHash('sha256').update(text).digest('hex').slice(0, 32);
-      return ConnectionConfig.create({ host: 'reconciler-config', database: `config_${digest}`, user: 'config' });
+      return ConnectionConfig.create({
+        host: 'reconciler-config',
+        database: `config_${digest}`,
+        user: 'config',
+      });
     },
   };
   let pending: ReconcilerConfig | undefined;

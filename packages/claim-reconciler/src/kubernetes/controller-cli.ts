@@ -16,8 +16,8 @@ import { ClaimController, type KeyReconciled } from './claim-controller.js';
 import { watchReconcilerConfig } from './config-watch.js';
 import { KubeClaimReconciler } from './kube-claim-reconciler.js';
 import { kubeClients } from './kube-clients.js';
-import { runWhileLeading } from './leader-gate.js';
 import { LeaderElector } from './leader-election.js';
+import { runWhileLeading } from './leader-gate.js';
 
 /** Usage text of the `controller` command. */
 export const CONTROLLER_USAGE = `usage: hotload-claim-reconciler controller --config <file> [--namespaces <a,b>]
@@ -86,13 +86,20 @@ export async function runControllerCli(argv: string[]): Promise<number> {
     logger,
   });
   controller.on('reconciled', (event: KeyReconciled) =>
-    (event.error ? logger.warn : logger.info).call(logger, { ...event }, `claim ${event.key}: ${event.outcome}`),
+    (event.error ? logger.warn : logger.info).call(
+      logger,
+      { ...event },
+      `claim ${event.key}: ${event.outcome}`,
+    ),
   );
   const active = controller;
   let elector: LeaderElector | undefined;
   const server = await startMetricsServer(registry, options.port, options.host, {
     live: () => undefined,
-    ready: () => (elector && !elector.leading) || active.started ? undefined : 'the controller has not listed claims yet',
+    ready: () =>
+      (elector && !elector.leading) || active.started
+        ? undefined
+        : 'the controller has not listed claims yet',
   });
   logger.info({ url: server.url }, 'serving /metrics, /healthz, /readyz');
 
@@ -158,7 +165,10 @@ function parseControllerArgs(argv: string[]): ControllerOptions {
   };
   return {
     configFile: values.config,
-    namespaces: values.namespaces.split(',').map((namespace) => namespace.trim()).filter(Boolean),
+    namespaces: values.namespaces
+      .split(',')
+      .map((namespace) => namespace.trim())
+      .filter(Boolean),
     workers: number('workers', 1),
     resyncSeconds: number('resync-seconds', 1),
     port: number('port', 0, 65535),

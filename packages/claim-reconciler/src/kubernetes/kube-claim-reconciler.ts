@@ -55,12 +55,18 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
     }
     if (binding) usage.add(binding);
     const context = this.#context(ports, usage);
-    const owner = binding && statuses.find((status) => status.claim !== claim.key && status.binding && sameUsers(status.binding, binding));
+    const owner =
+      binding &&
+      statuses.find(
+        (status) => status.claim !== claim.key && status.binding && sameUsers(status.binding, binding),
+      );
     if (binding && owner)
       return recordClaimError(
         context,
         claim,
-        terminal(`userName "${binding.userName}" on ${instanceId(binding)} is already managed by claim ${owner.claim}`),
+        terminal(
+          `userName "${binding.userName}" on ${instanceId(binding)} is already managed by claim ${owner.claim}`,
+        ),
         binding.label,
       );
     return reconcileClaim(context, claim, false);
@@ -73,7 +79,9 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
     if (!own || own.claim !== claim.key) {
       // Nothing was ever recorded for this claim: at most a Secret to remove.
       await sink.remove();
-      return { outcome: { claim: claim.key, result: 'deleted', actions: [], secretDirectory: sink.location } };
+      return {
+        outcome: { claim: claim.key, result: 'deleted', actions: [], secretDirectory: sink.location },
+      };
     }
     const usage = new UsageIndex();
     for (const status of statuses) {
@@ -90,7 +98,15 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
 
   #context(ports: ClaimPorts, usage: UsageIndex): ClaimContext {
     const { config, onStep, metrics, now } = this.#options;
-    return { config, connections: this.#connections, usage, ports, onStep, metrics, now: now?.() ?? new Date() };
+    return {
+      config,
+      connections: this.#connections,
+      usage,
+      ports,
+      onStep,
+      metrics,
+      now: now?.() ?? new Date(),
+    };
   }
 }
 

@@ -6,8 +6,6 @@
  * {@link PUBLISHED_AT_ANNOTATION} records when it was published (a folder's `..data` mtime).
  */
 import type { V1OwnerReference, V1Secret } from '@kubernetes/client-node';
-import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
-import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 import type { SecretSink } from '../claim-ports.js';
 import {
   credentialsFromSecret,
@@ -15,6 +13,8 @@ import {
   secretDiffers,
   secretFiles,
 } from '../secret-publisher.js';
+import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
+import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 
 /** Label on every Secret the controller writes. */
 export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'hotload-claim-reconciler' } as const;
@@ -58,7 +58,8 @@ export class KubeSecretSink implements SecretSink {
 
   async publishedAt(): Promise<Date | undefined> {
     const secret = await this.#get();
-    const at = secret && this.#owns(secret) ? secret.metadata?.annotations?.[PUBLISHED_AT_ANNOTATION] : undefined;
+    const at =
+      secret && this.#owns(secret) ? secret.metadata?.annotations?.[PUBLISHED_AT_ANNOTATION] : undefined;
     return at ? new Date(at) : undefined;
   }
 
@@ -98,7 +99,10 @@ export class KubeSecretSink implements SecretSink {
         metadata: {
           ...current.metadata,
           labels: { ...current.metadata?.labels, ...MANAGED_BY_LABEL },
-          annotations: { ...current.metadata?.annotations, [PUBLISHED_AT_ANNOTATION]: this.#now().toISOString() },
+          annotations: {
+            ...current.metadata?.annotations,
+            [PUBLISHED_AT_ANNOTATION]: this.#now().toISOString(),
+          },
         },
       };
       delete body.stringData;
@@ -185,7 +189,9 @@ export function ownerReference(owner: SecretOwner): V1OwnerReference {
 }
 
 function encode(data: Readonly<Record<string, string>>): Record<string, string> {
-  return Object.fromEntries(Object.entries(data).map(([key, value]) => [key, Buffer.from(value).toString('base64')]));
+  return Object.fromEntries(
+    Object.entries(data).map(([key, value]) => [key, Buffer.from(value).toString('base64')]),
+  );
 }
 
 function decode(data: Record<string, string>): Record<string, string> {

@@ -9,7 +9,9 @@ import type { StatusStore } from '../claim-ports.js';
 import type { ClaimStatus } from '../claim-status.js';
 
 /** What the reconcile asked to record for the claim. */
-export type RecordedState = { readonly kind: 'written'; readonly status: ClaimStatus } | { readonly kind: 'removed' };
+export type RecordedState =
+  | { readonly kind: 'written'; readonly status: ClaimStatus }
+  | { readonly kind: 'removed' };
 
 /** {@link StatusStore} on a snapshot of the claims' statuses. */
 export class KubeStatusStore implements StatusStore {

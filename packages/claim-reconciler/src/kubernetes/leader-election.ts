@@ -103,7 +103,13 @@ export class LeaderElector extends EventEmitter {
           namespace,
           body: {
             metadata: { name, namespace },
-            spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+            spec: {
+              holderIdentity: identity,
+              leaseDurationSeconds,
+              acquireTime: now,
+              renewTime: now,
+              leaseTransitions: 0,
+            },
           },
         }),
       );

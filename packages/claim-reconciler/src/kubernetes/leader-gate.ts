@@ -21,7 +21,9 @@ export function runWhileLeading(
   let started: Promise<void> | undefined;
   let stopping = false;
   elector.on('started-leading', () => {
-    started = controller.start().catch((error: unknown) => onError(`controller start failed: ${(error as Error).message}`));
+    started = controller
+      .start()
+      .catch((error: unknown) => onError(`controller start failed: ${(error as Error).message}`));
   });
   elector.on('stopped-leading', () => {
     void (async () => {

@@ -53,7 +53,10 @@ export class WorkQueue {
   /** Queues `key` after `millis`; an earlier pending delay for the key wins. */
   addAfter(key: string, millis: number): void {
     if (this.#stopped) return;
-    if (millis <= 0) return this.add(key);
+    if (millis <= 0) {
+      this.add(key);
+      return;
+    }
     const at = Date.now() + millis;
     const pending = this.#timers.get(key);
     if (pending && pending.at <= at) return;

@@ -4,8 +4,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { parse, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { parse, parseAllDocuments } from 'yaml';
 import { CLAIM_SPEC_SCHEMA } from '../../src/claim-schema.js';
 import { parseReconcilerConfig } from '../../src/index.js';
 import { claimCustomResourceDefinition } from '../../src/kubernetes/claim-crd.js';
@@ -18,7 +18,9 @@ const repo = (path: string) => fileURLToPath(new URL(`../../../../${path}`, impo
 interface CrdVersion {
   name: string;
   subresources?: { status?: object };
-  schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, object>; required: string[] } } } };
+  schema: {
+    openAPIV3Schema: { properties: { spec: { properties: Record<string, object>; required: string[] } } };
+  };
 }
 
 function specSchemaOf(crd: unknown) {
@@ -40,9 +42,16 @@ describe('the DatabaseClaim CRD', () => {
   });
 
   it('matches what the fake API server serves and the controller asks for (group, plural, status subresource)', () => {
-    const crd = claimCustomResourceDefinition() as { spec: { group: string; names: { plural: string; kind: string } } };
+    const crd = claimCustomResourceDefinition() as {
+      spec: { group: string; names: { plural: string; kind: string } };
+    };
     const { version } = specSchemaOf(crd);
-    expect({ group: crd.spec.group, plural: crd.spec.names.plural, kind: crd.spec.names.kind, version: version.name }).toEqual({
+    expect({
+      group: crd.spec.group,
+      plural: crd.spec.names.plural,
+      kind: crd.spec.names.kind,
+      version: version.name,
+    }).toEqual({
       group: CLAIM_TYPE.group,
       plural: CLAIM_TYPE.plural,
       kind: CLAIM_TYPE.kind,
@@ -52,7 +61,9 @@ describe('the DatabaseClaim CRD', () => {
   });
 
   it('accepts the example service claim, whose fields are all in the CRD', async () => {
-    const claim = parse(await readFile(repo('examples/service/k8s/databaseclaim.yaml'), 'utf8')) as ClaimResource;
+    const claim = parse(
+      await readFile(repo('examples/service/k8s/databaseclaim.yaml'), 'utf8'),
+    ) as ClaimResource;
     const { spec } = specSchemaOf(claimCustomResourceDefinition());
     for (const field of Object.keys(claim.spec)) expect(spec.properties).toHaveProperty(field);
     const parsed = claimFromResource({ ...claim, metadata: { ...claim.metadata, uid: 'u' } });
@@ -61,7 +72,9 @@ describe('the DatabaseClaim CRD', () => {
   });
 
   it('the ConfigMap in deploy/ holds a valid reconciler config for the example claim', async () => {
-    const documents = parseAllDocuments(await readFile(repo('deploy/03-config.yaml'), 'utf8')).map((d) => d.toJS());
+    const documents = parseAllDocuments(await readFile(repo('deploy/03-config.yaml'), 'utf8')).map((d) =>
+      d.toJS(),
+    );
     const configMap = documents.find((d) => d.kind === 'ConfigMap') as { data: Record<string, string> };
     const config = parseReconcilerConfig(configMap.data['config.yaml']!, '/etc/hotload/config.yaml');
     expect([...config.fragmentKeys.keys()]).toEqual(['default.notes']);
@@ -72,7 +85,13 @@ describe('the DatabaseClaim CRD', () => {
   });
 
   it('every deploy/ manifest parses as YAML with apiVersion and kind', async () => {
-    for (const file of ['00-namespace.yaml', '01-crd.yaml', '02-rbac.yaml', '03-config.yaml', '04-controller.yaml']) {
+    for (const file of [
+      '00-namespace.yaml',
+      '01-crd.yaml',
+      '02-rbac.yaml',
+      '03-config.yaml',
+      '04-controller.yaml',
+    ]) {
       for (const document of parseAllDocuments(await readFile(repo(`deploy/${file}`), 'utf8'))) {
         expect(document.errors).toEqual([]);
         expect(document.toJS()).toMatchObject({ apiVersion: expect.any(String), kind: expect.any(String) });

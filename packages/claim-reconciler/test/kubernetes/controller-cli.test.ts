@@ -47,7 +47,20 @@ describe('the controller command', () => {
     await configMap.write({ 'config.yaml': configYaml({ atlas: { cluster: suite.cluster, passwordFile } }) });
 
     const child = startCli(
-      ['controller', '--config', join(work.path, 'config', 'config.yaml'), '--port', '0', '--host', '127.0.0.1', '--leader-elect', '--lease-namespace', 'ops', '--identity', 'pod-1'],
+      [
+        'controller',
+        '--config',
+        join(work.path, 'config', 'config.yaml'),
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--leader-elect',
+        '--lease-namespace',
+        'ops',
+        '--identity',
+        'pod-1',
+      ],
       { env: { KUBECONFIG: kubeconfigFile } },
     );
     const logs = createInterface({ input: child.stderr });
@@ -73,10 +86,16 @@ describe('the controller command', () => {
       const serving = await logged((line) => typeof line.url === 'string');
       const base = String(serving.url).replace(/\/metrics$/, '');
       await logged((line) => line.msg === 'leading');
-      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec).toMatchObject({ holderIdentity: 'pod-1' });
+      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec).toMatchObject({
+        holderIdentity: 'pod-1',
+      });
 
       let ready = claimReady(fake, 'web');
-      fake.create(CLAIM_PLURAL, 'apps', claimObject('web', { instanceLabel: 'atlas', userName: 'web', databaseName: 'web' }, 'apps'));
+      fake.create(
+        CLAIM_PLURAL,
+        'apps',
+        claimObject('web', { instanceLabel: 'atlas', userName: 'web', databaseName: 'web' }, 'apps'),
+      );
       await ready;
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
@@ -85,7 +104,11 @@ describe('the controller command', () => {
 
       // A claim for a label the config does not know yet waits; the ConfigMap update fixes it.
       const waiting = claimReady(fake, 'batch', 'False');
-      fake.create(CLAIM_PLURAL, 'apps', claimObject('batch', { instanceLabel: 'reports', userName: 'batch', databaseName: 'batch' }, 'apps'));
+      fake.create(
+        CLAIM_PLURAL,
+        'apps',
+        claimObject('batch', { instanceLabel: 'reports', userName: 'batch', databaseName: 'batch' }, 'apps'),
+      );
       await waiting;
       ready = claimReady(fake, 'batch');
       await configMap.write({
@@ -99,7 +122,7 @@ describe('the controller command', () => {
 
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
-      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec?.holderIdentity).toBeUndefined();
+      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec).not.toHaveProperty('holderIdentity');
       expect(lines.map((line) => JSON.stringify(line)).join('\n')).not.toMatch(/password=|"password"/);
     } finally {
       child.kill('SIGKILL');

@@ -49,28 +49,54 @@ describe('a DatabaseClaim resource', () => {
     const created = fake.create(
       CLAIM_PLURAL,
       'shop',
-      claimObject('orders', { instanceLabel: 'atlas', userName: 'orders', databaseName: 'orders', secretName: 'orders-db' }, 'shop'),
+      claimObject(
+        'orders',
+        { instanceLabel: 'atlas', userName: 'orders', databaseName: 'orders', secretName: 'orders-db' },
+        'shop',
+      ),
     );
     const claim = (await ready).object;
 
     const secret = fake.get('secrets', 'shop', 'orders-db');
     expect(secret?.type).toBe('Opaque');
     expect(secret?.metadata.ownerReferences).toEqual([
-      expect.objectContaining({ kind: 'DatabaseClaim', name: 'orders', uid: created.metadata.uid, controller: true, blockOwnerDeletion: true }),
+      expect.objectContaining({
+        kind: 'DatabaseClaim',
+        name: 'orders',
+        uid: created.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      }),
     ]);
     const data = secretData(secret);
-    expect(Object.keys(data).sort()).toEqual(['database', 'dsn.txt', 'hostname', 'password', 'port', 'sslmode', 'uri_dsn.txt', 'username']);
+    expect(Object.keys(data).sort()).toEqual([
+      'database',
+      'dsn.txt',
+      'hostname',
+      'password',
+      'port',
+      'sslmode',
+      'uri_dsn.txt',
+      'username',
+    ]);
     expect(data.username).toBe('orders_a');
     expect(await canLogin(suite.cluster, data.username!, data.password!, 'orders')).toBe(true);
 
     expect(claim.metadata.finalizers).toContain(CLAIM_FINALIZER);
     const status = claim.status as Record<string, unknown>;
-    expect(status).toMatchObject({ activeUser: 'orders_a', matchedLabel: 'atlas', error: null, observedGeneration: 1 });
+    expect(status).toMatchObject({
+      activeUser: 'orders_a',
+      matchedLabel: 'atlas',
+      error: null,
+      observedGeneration: 1,
+    });
     expect(status.conditions).toEqual([
       expect.objectContaining({ type: 'Ready', status: 'True', observedGeneration: 1 }),
       expect.objectContaining({ type: 'Synced', status: 'True', reason: 'Reconciled' }),
     ]);
-    const events = fake.list('events').filter((e) => (e.involvedObject as { name: string }).name === 'orders');
+    const events = fake
+      .list('events')
+      .filter((e) => (e.involvedObject as { name: string }).name === 'orders');
     expect(events.map((e) => e.reason)).toContain('Created');
     // Never the password: not in the status, not in an event.
     expect(JSON.stringify(status)).not.toContain(data.password);
@@ -83,7 +109,10 @@ describe('a DatabaseClaim resource', () => {
     const before = fake.get('secrets', 'shop', 'orders-db')!;
     const old = secretData(before);
     clock = new Date(clock.getTime() + 61 * 60_000);
-    const rotated = nextChange(fake, (c) => c.plural === 'secrets' && c.type === 'MODIFIED' && c.object.metadata.name === 'orders-db');
+    const rotated = nextChange(
+      fake,
+      (c) => c.plural === 'secrets' && c.type === 'MODIFIED' && c.object.metadata.name === 'orders-db',
+    );
     const event = nextChange(fake, (c) => c.plural === 'events' && c.object.reason === 'Rotated');
     ctl.enqueueAll();
     const after = (await rotated).object;
@@ -98,9 +127,14 @@ describe('a DatabaseClaim resource', () => {
   it('an invalid spec gets Ready=False with the field named, and no Secret', async () => {
     await start().start();
     const notReady = claimReady(fake, 'broken', 'False');
-    fake.create(CLAIM_PLURAL, 'shop', claimObject('broken', { instanceLabel: 'atlas', userName: 'broken', databaseName: 'postgres' }, 'shop'));
+    fake.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject('broken', { instanceLabel: 'atlas', userName: 'broken', databaseName: 'postgres' }, 'shop'),
+    );
     const claim = (await notReady).object;
-    const synced = (claim.status as { conditions: Array<{ type: string; reason: string; message: string }> }).conditions[1]!;
+    const synced = (claim.status as { conditions: Array<{ type: string; reason: string; message: string }> })
+      .conditions[1]!;
     expect(synced).toMatchObject({ type: 'Synced', reason: 'InvalidSpec' });
     expect(synced.message).toContain('spec.databaseName');
     expect(fake.get('secrets', 'shop', 'broken')).toBeUndefined();
@@ -110,10 +144,21 @@ describe('a DatabaseClaim resource', () => {
   it('deletion applies the policy (Delete drops the database) and then removes the finalizer', async () => {
     await start().start();
     const ready = claimReady(fake, 'gone');
-    fake.create(CLAIM_PLURAL, 'shop', claimObject('gone', { instanceLabel: 'atlas', userName: 'gone', databaseName: 'gone', deletionPolicy: 'Delete' }, 'shop'));
+    fake.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject(
+        'gone',
+        { instanceLabel: 'atlas', userName: 'gone', databaseName: 'gone', deletionPolicy: 'Delete' },
+        'shop',
+      ),
+    );
     await ready;
     expect(fake.get('secrets', 'shop', 'gone')).toBeDefined();
-    const deleted = nextChange(fake, (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'gone');
+    const deleted = nextChange(
+      fake,
+      (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'gone',
+    );
     fake.delete(CLAIM_PLURAL, 'shop', 'gone');
     await deleted;
     expect(fake.get('secrets', 'shop', 'gone')).toBeUndefined();

@@ -7,12 +7,19 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type FakeKubeApiServer, FakeKubelet, nextEvent, WorkerLoad } from 'hotload-test-support';
 import { Pool } from 'hotload-pg';
+import { type FakeKubeApiServer, FakeKubelet, nextEvent, WorkerLoad } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { useReconcilerCluster } from '../fixtures.js';
-import { claimObject, claimReady, makeController, nextChange, secretData, startFakeApi } from './kube-fixtures.js';
+import {
+  claimObject,
+  claimReady,
+  makeController,
+  nextChange,
+  secretData,
+  startFakeApi,
+} from './kube-fixtures.js';
 
 const suite = useReconcilerCluster();
 let fake: FakeKubeApiServer;
@@ -38,7 +45,15 @@ describe('claim resource → controller → Secret → kubelet → hotload-pg', 
     let load: WorkerLoad | undefined;
     try {
       const ready = claimReady(fake, 'notes');
-      fake.create(CLAIM_PLURAL, 'notes', claimObject('notes', { instanceLabel: 'atlas', userName: 'notes', databaseName: 'notes', secretName: 'notes-db' }, 'notes'));
+      fake.create(
+        CLAIM_PLURAL,
+        'notes',
+        claimObject(
+          'notes',
+          { instanceLabel: 'atlas', userName: 'notes', databaseName: 'notes', secretName: 'notes-db' },
+          'notes',
+        ),
+      );
       await ready;
       kubelet = FakeKubelet.mount(fake, 'notes', 'notes-db', secretDir);
       await kubelet.settled();
@@ -60,7 +75,10 @@ describe('claim resource → controller → Secret → kubelet → hotload-pg', 
       await load.moreSucceeded(50);
 
       // Deletion (Orphan): claim and Secret go; the kubelet keeps the last files, the users stay.
-      const gone = nextChange(fake, (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'notes');
+      const gone = nextChange(
+        fake,
+        (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'notes',
+      );
       fake.delete(CLAIM_PLURAL, 'notes', 'notes');
       await gone;
       expect(fake.get('secrets', 'notes', 'notes-db')).toBeUndefined();

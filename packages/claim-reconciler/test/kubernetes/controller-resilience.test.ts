@@ -4,11 +4,11 @@
  * claim deleted while its reconcile runs.
  */
 import type { FakeKubeApiServer } from 'hotload-test-support';
+import { nextEvent } from 'hotload-test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { StepHook } from '../../src/index.js';
 import type { ClaimController, KeyReconciled } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
-import { nextEvent } from 'hotload-test-support';
 import { useReconcilerCluster } from '../fixtures.js';
 import { claimObject, claimReady, makeController, nextChange, startFakeApi } from './kube-fixtures.js';
 
@@ -68,10 +68,16 @@ describe('the controller', () => {
       conflicted = true;
       // Someone else updates the claim between our read and our write: our write is stale.
       const current = fake.get(CLAIM_PLURAL, write.namespace, write.name)!;
-      fake.update(CLAIM_PLURAL, write.namespace, write.name, {
-        ...current,
-        metadata: { ...current.metadata, labels: { touched: 'yes' } },
-      }, undefined);
+      fake.update(
+        CLAIM_PLURAL,
+        write.namespace,
+        write.name,
+        {
+          ...current,
+          metadata: { ...current.metadata, labels: { touched: 'yes' } },
+        },
+        undefined,
+      );
     };
     const ready = claimReady(fake, 'contended');
     fake.create(CLAIM_PLURAL, 'team', claimObject('contended', spec('contended'), 'team'));
@@ -89,9 +95,20 @@ describe('the controller', () => {
       deleted = true;
       fake.delete(CLAIM_PLURAL, 'team', 'doomed');
     });
-    const gone = nextChange(fake, (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'doomed');
-    const finalized = nextEvent<KeyReconciled>(controller, 'reconciled', (r) => r.key === 'team/doomed' && r.outcome === 'finalized');
-    fake.create(CLAIM_PLURAL, 'team', claimObject('doomed', { ...spec('doomed'), deletionPolicy: 'Delete' }, 'team'));
+    const gone = nextChange(
+      fake,
+      (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'doomed',
+    );
+    const finalized = nextEvent<KeyReconciled>(
+      controller,
+      'reconciled',
+      (r) => r.key === 'team/doomed' && r.outcome === 'finalized',
+    );
+    fake.create(
+      CLAIM_PLURAL,
+      'team',
+      claimObject('doomed', { ...spec('doomed'), deletionPolicy: 'Delete' }, 'team'),
+    );
     await gone;
     await finalized;
     expect(deleted).toBe(true);

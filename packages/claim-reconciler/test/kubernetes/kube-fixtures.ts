@@ -3,12 +3,21 @@
  * real client pointed at it, claim objects, and a controller wired to the folder adapter.
  */
 import { KubeConfig } from '@kubernetes/client-node';
-import { type FakeChange, FakeKubeApiServer, type FakeResourceType, type KubeObject, nextEvent } from 'hotload-test-support';
+import {
+  type FakeChange,
+  FakeKubeApiServer,
+  type FakeResourceType,
+  type KubeObject,
+  nextEvent,
+} from 'hotload-test-support';
 import type { ReconcilerConfig } from '../../src/index.js';
 import { ClaimController, type ClaimControllerOptions } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from '../../src/kubernetes/claim-resource.js';
-import { KubeClaimReconciler, type KubeClaimReconcilerOptions } from '../../src/kubernetes/kube-claim-reconciler.js';
-import { kubeClients, type KubeClients } from '../../src/kubernetes/kube-clients.js';
+import {
+  KubeClaimReconciler,
+  type KubeClaimReconcilerOptions,
+} from '../../src/kubernetes/kube-claim-reconciler.js';
+import { type KubeClients, kubeClients } from '../../src/kubernetes/kube-clients.js';
 
 /** DatabaseClaim as the fake serves it (status subresource, like the CRD in deploy/). */
 export const CLAIM_TYPE: FakeResourceType = {
@@ -51,7 +60,12 @@ export function makeController(
   fake: FakeKubeApiServer,
   reconcilerOptions: KubeClaimReconcilerOptions,
   options: Partial<ClaimControllerOptions> = {},
-): { controller: ClaimController; reconciler: KubeClaimReconciler; clients: KubeClients; stop: () => Promise<void> } {
+): {
+  controller: ClaimController;
+  reconciler: KubeClaimReconciler;
+  clients: KubeClients;
+  stop: () => Promise<void>;
+} {
   const clients = clientsFor(fake);
   const reconciler = new KubeClaimReconciler(reconcilerOptions);
   const controller = new ClaimController({
@@ -69,12 +83,19 @@ export function makeController(
 }
 
 /** Resolves with the next change of `fake` that `accept` takes. */
-export function nextChange(fake: FakeKubeApiServer, accept: (change: FakeChange) => boolean): Promise<FakeChange> {
+export function nextChange(
+  fake: FakeKubeApiServer,
+  accept: (change: FakeChange) => boolean,
+): Promise<FakeChange> {
   return nextEvent<FakeChange>(fake, 'change', accept);
 }
 
 /** The next status write of claim `name` whose Ready condition is `status`. */
-export function claimReady(fake: FakeKubeApiServer, name: string, status: 'True' | 'False' = 'True'): Promise<FakeChange> {
+export function claimReady(
+  fake: FakeKubeApiServer,
+  name: string,
+  status: 'True' | 'False' = 'True',
+): Promise<FakeChange> {
   return nextChange(
     fake,
     (change) =>
@@ -94,7 +115,9 @@ export function readyStatus(object: KubeObject | undefined): string | undefined 
 /** Decoded data of a Secret object. */
 export function secretData(secret: KubeObject | undefined): Record<string, string> {
   const data = (secret?.data ?? {}) as Record<string, string>;
-  return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+  return Object.fromEntries(
+    Object.entries(data).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+  );
 }
 
 export type { ReconcilerConfig };

@@ -7,8 +7,8 @@ import { type FakeKubeApiServer, nextEvent } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KeyReconciled } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
-import { type LeaderGate, runWhileLeading } from '../../src/kubernetes/leader-gate.js';
 import { LeaderElector } from '../../src/kubernetes/leader-election.js';
+import { type LeaderGate, runWhileLeading } from '../../src/kubernetes/leader-gate.js';
 import { useReconcilerCluster } from '../fixtures.js';
 import { claimObject, claimReady, makeController, secretData, startFakeApi } from './kube-fixtures.js';
 
@@ -58,10 +58,16 @@ describe('leader election', () => {
       nextEvent(b.elector, 'started-leading').then(() => b),
     ]);
     const second = first === a ? b : a;
-    expect(fake.get('leases', 'hotload-system', 'claim-reconciler')?.spec).toMatchObject({ holderIdentity: first.identity });
+    expect(fake.get('leases', 'hotload-system', 'claim-reconciler')?.spec).toMatchObject({
+      holderIdentity: first.identity,
+    });
 
     const ready = claimReady(fake, 'ha');
-    fake.create(CLAIM_PLURAL, 'team', claimObject('ha', { instanceLabel: 'atlas', userName: 'ha', databaseName: 'ha' }, 'team'));
+    fake.create(
+      CLAIM_PLURAL,
+      'team',
+      claimObject('ha', { instanceLabel: 'atlas', userName: 'ha', databaseName: 'ha' }, 'team'),
+    );
     await ready;
     const published = secretData(fake.get('secrets', 'team', 'ha'));
     expect(second.elector.leading).toBe(false);
@@ -79,7 +85,11 @@ describe('leader election', () => {
 
     // The new leader reconciles (a new claim proves it) and leaves the first one's Secret as is.
     const next = claimReady(fake, 'ha-two');
-    fake.create(CLAIM_PLURAL, 'team', claimObject('ha-two', { instanceLabel: 'atlas', userName: 'ha_two', databaseName: 'ha_two' }, 'team'));
+    fake.create(
+      CLAIM_PLURAL,
+      'team',
+      claimObject('ha-two', { instanceLabel: 'atlas', userName: 'ha_two', databaseName: 'ha_two' }, 'team'),
+    );
     await next;
     expect((await rechecked).outcome).toBe('unchanged');
     expect(secretData(fake.get('secrets', 'team', 'ha'))).toEqual(published);

@@ -1,6 +1,6 @@
 /** The controller's work queue: one reconcile per key at a time, dirty re-runs, backoff. */
 import { describe, expect, it } from 'vitest';
-import { WorkQueue, type WorkOutcome } from '../../src/kubernetes/work-queue.js';
+import { type WorkOutcome, WorkQueue } from '../../src/kubernetes/work-queue.js';
 
 /** A promise with its resolve function. */
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -74,7 +74,11 @@ describe('WorkQueue', () => {
 
   it('retries a failed key and honours requeueAfter from a result', async () => {
     const queue = new WorkQueue({ baseMillis: 1, maxMillis: 1 });
-    const outcomes: WorkOutcome[] = [{ kind: 'failed' }, { kind: 'done', requeueAfterMillis: 1 }, { kind: 'done' }];
+    const outcomes: WorkOutcome[] = [
+      { kind: 'failed' },
+      { kind: 'done', requeueAfterMillis: 1 },
+      { kind: 'done' },
+    ];
     const third = deferred();
     let runs = 0;
     const running = queue.run(async () => {
