@@ -6,8 +6,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { ClaimResult } from '../reconciler.js';
+import type { ClaimRef } from './claim-api.js';
 import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
-import type { ClaimRef } from './claim-status-writer.js';
 import type { KubeClients } from './kube-clients.js';
 
 /** `reportingComponent` / `source.component` of every Event. */

@@ -3,14 +3,9 @@
  * deleted at any moment still gets its deletion policy applied), removed once the policy
  * is applied. Both are read-modify-write with the resourceVersion, retried on 409.
  */
-import {
-  CLAIM_FINALIZER,
-  CLAIM_GROUP,
-  CLAIM_PLURAL,
-  CLAIM_VERSION,
-  type ClaimResource,
-} from './claim-resource.js';
-import type { ClaimRef } from './claim-status-writer.js';
+
+import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
+import { CLAIM_FINALIZER, type ClaimResource } from './claim-resource.js';
 import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 
 /** Whether the claim carries the controller's finalizer. */
@@ -42,28 +37,17 @@ async function changeFinalizers(
   ref: ClaimRef,
   next: (resource: ClaimResource) => string[] | undefined,
 ): Promise<ClaimResource | undefined> {
-  const path = {
-    group: CLAIM_GROUP,
-    version: CLAIM_VERSION,
-    plural: CLAIM_PLURAL,
-    namespace: ref.namespace,
-    name: ref.name,
-  };
   return retryOnConflict(async () => {
-    let current: ClaimResource;
-    try {
-      current = (await clients.custom.getNamespacedCustomObject(path)) as ClaimResource;
-    } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
-    }
-    if (current.metadata.uid !== ref.uid) return undefined;
-    const finalizers = next(current);
-    if (finalizers === undefined) return undefined;
+    const current = await readClaim(clients, ref);
+    const finalizers = current && next(current);
+    if (!current || finalizers === undefined) return undefined;
     if (JSON.stringify(finalizers) === JSON.stringify(current.metadata.finalizers ?? [])) return current;
     const body = { ...current, metadata: { ...current.metadata, finalizers } };
     try {
-      return (await clients.custom.replaceNamespacedCustomObject({ ...path, body })) as ClaimResource;
+      return (await clients.custom.replaceNamespacedCustomObject({
+        ...claimPath(ref),
+        body,
+      })) as ClaimResource;
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;

@@ -4,22 +4,10 @@
  * read it) is handled by reading it again and retrying, never by overwriting blindly.
  */
 import type { ClaimStatus } from '../claim-status.js';
+import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
 import { type ConditionInput, nextConditions } from './claim-conditions.js';
-import {
-  CLAIM_GROUP,
-  CLAIM_PLURAL,
-  CLAIM_VERSION,
-  type ClaimResource,
-  type ClaimResourceStatus,
-} from './claim-resource.js';
-import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
-
-/** The claim a status is written to. */
-export interface ClaimRef {
-  readonly namespace: string;
-  readonly name: string;
-  readonly uid: string;
-}
+import type { ClaimResource, ClaimResourceStatus } from './claim-resource.js';
+import { type KubeClients, retryOnConflict } from './kube-clients.js';
 
 /** Status fields of the reconcile state (what the status file holds, minus bookkeeping). */
 export function statusFields(state: ClaimStatus | undefined): ClaimResourceStatus {
@@ -70,22 +58,9 @@ export async function writeClaimStatus(
   fields: ClaimResourceStatus,
   conditions: ConditionInput,
 ): Promise<boolean> {
-  const path = {
-    group: CLAIM_GROUP,
-    version: CLAIM_VERSION,
-    plural: CLAIM_PLURAL,
-    namespace: ref.namespace,
-    name: ref.name,
-  };
   return retryOnConflict(async () => {
-    let current: ClaimResource;
-    try {
-      current = (await clients.custom.getNamespacedCustomObject(path)) as ClaimResource;
-    } catch (error) {
-      if (isNotFound(error)) return false;
-      throw error;
-    }
-    if (current.metadata.uid !== ref.uid) return false;
+    const current = await readClaim(clients, ref);
+    if (!current) return false;
     // The generation that was reconciled, not the current one: a newer spec is still to do.
     const status: ClaimResourceStatus = {
       ...current.status,
@@ -94,7 +69,10 @@ export async function writeClaimStatus(
       conditions: nextConditions(current.status?.conditions, conditions),
     };
     if (JSON.stringify(status) === JSON.stringify(current.status)) return true;
-    await clients.custom.replaceNamespacedCustomObjectStatus({ ...path, body: { ...current, status } });
+    await clients.custom.replaceNamespacedCustomObjectStatus({
+      ...claimPath(ref),
+      body: { ...current, status },
+    });
     return true;
   });
 }

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { startCli } from '../cli-runner.js';
 import { configYaml, tempDir, useReconcilerCluster, writeMasterPassword } from '../fixtures.js';
-import { claimObject, claimReady, startFakeApi } from './kube-fixtures.js';
+import { claimObject, claimReady, createReadyClaim, startFakeApi } from './kube-fixtures.js';
 
 const suite = useReconcilerCluster();
 let fake: FakeKubeApiServer;
@@ -90,13 +90,7 @@ describe('the controller command', () => {
         holderIdentity: 'pod-1',
       });
 
-      let ready = claimReady(fake, 'web');
-      fake.create(
-        CLAIM_PLURAL,
-        'apps',
-        claimObject('web', { instanceLabel: 'atlas', userName: 'web', databaseName: 'web' }, 'apps'),
-      );
-      await ready;
+      await createReadyClaim(fake, 'apps', 'web');
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
       const metrics = await (await fetch(`${base}/metrics`)).text();
@@ -110,7 +104,7 @@ describe('the controller command', () => {
         claimObject('batch', { instanceLabel: 'reports', userName: 'batch', databaseName: 'batch' }, 'apps'),
       );
       await waiting;
-      ready = claimReady(fake, 'batch');
+      const ready = claimReady(fake, 'batch');
       await configMap.write({
         'config.yaml': configYaml({
           atlas: { cluster: suite.cluster, passwordFile },
@@ -122,7 +116,9 @@ describe('the controller command', () => {
 
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
-      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec).not.toHaveProperty('holderIdentity');
+      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec).not.toHaveProperty(
+        'holderIdentity',
+      );
       expect(lines.map((line) => JSON.stringify(line)).join('\n')).not.toMatch(/password=|"password"/);
     } finally {
       child.kill('SIGKILL');

@@ -13,6 +13,7 @@ import { canLogin, useReconcilerCluster } from '../fixtures.js';
 import {
   claimObject,
   claimReady,
+  createReadyClaim,
   makeController,
   nextChange,
   readyStatus,
@@ -143,17 +144,7 @@ describe('a DatabaseClaim resource', () => {
 
   it('deletion applies the policy (Delete drops the database) and then removes the finalizer', async () => {
     await start().start();
-    const ready = claimReady(fake, 'gone');
-    fake.create(
-      CLAIM_PLURAL,
-      'shop',
-      claimObject(
-        'gone',
-        { instanceLabel: 'atlas', userName: 'gone', databaseName: 'gone', deletionPolicy: 'Delete' },
-        'shop',
-      ),
-    );
-    await ready;
+    await createReadyClaim(fake, 'shop', 'gone', { deletionPolicy: 'Delete' });
     expect(fake.get('secrets', 'shop', 'gone')).toBeDefined();
     const deleted = nextChange(
       fake,

@@ -12,14 +12,7 @@ import { type FakeKubeApiServer, FakeKubelet, nextEvent, WorkerLoad } from 'hotl
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { useReconcilerCluster } from '../fixtures.js';
-import {
-  claimObject,
-  claimReady,
-  makeController,
-  nextChange,
-  secretData,
-  startFakeApi,
-} from './kube-fixtures.js';
+import { createReadyClaim, makeController, nextChange, secretData, startFakeApi } from './kube-fixtures.js';
 
 const suite = useReconcilerCluster();
 let fake: FakeKubeApiServer;
@@ -44,17 +37,7 @@ describe('claim resource → controller → Secret → kubelet → hotload-pg', 
     let pool: Pool | undefined;
     let load: WorkerLoad | undefined;
     try {
-      const ready = claimReady(fake, 'notes');
-      fake.create(
-        CLAIM_PLURAL,
-        'notes',
-        claimObject(
-          'notes',
-          { instanceLabel: 'atlas', userName: 'notes', databaseName: 'notes', secretName: 'notes-db' },
-          'notes',
-        ),
-      );
-      await ready;
+      await createReadyClaim(fake, 'notes', 'notes', { secretName: 'notes-db' });
       kubelet = FakeKubelet.mount(fake, 'notes', 'notes-db', secretDir);
       await kubelet.settled();
 

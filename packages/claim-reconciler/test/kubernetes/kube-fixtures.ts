@@ -121,3 +121,23 @@ export function secretData(secret: KubeObject | undefined): Record<string, strin
 }
 
 export type { ReconcilerConfig };
+
+/**
+ * Creates claim `namespace/name` (label `atlas`, user and database named after it, plus
+ * `spec`) and resolves with its first Ready status.
+ */
+export async function createReadyClaim(
+  fake: FakeKubeApiServer,
+  namespace: string,
+  name: string,
+  spec: Record<string, unknown> = {},
+): Promise<FakeChange> {
+  const ready = claimReady(fake, name);
+  const base = name.replaceAll('-', '_');
+  fake.create(
+    CLAIM_PLURAL,
+    namespace,
+    claimObject(name, { instanceLabel: 'atlas', userName: base, databaseName: base, ...spec }, namespace),
+  );
+  return ready;
+}

@@ -6,11 +6,10 @@
 import { type FakeKubeApiServer, nextEvent } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KeyReconciled } from '../../src/kubernetes/claim-controller.js';
-import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { LeaderElector } from '../../src/kubernetes/leader-election.js';
 import { type LeaderGate, runWhileLeading } from '../../src/kubernetes/leader-gate.js';
 import { useReconcilerCluster } from '../fixtures.js';
-import { claimObject, claimReady, makeController, secretData, startFakeApi } from './kube-fixtures.js';
+import { createReadyClaim, makeController, secretData, startFakeApi } from './kube-fixtures.js';
 
 const suite = useReconcilerCluster();
 let fake: FakeKubeApiServer;
@@ -62,13 +61,7 @@ describe('leader election', () => {
       holderIdentity: first.identity,
     });
 
-    const ready = claimReady(fake, 'ha');
-    fake.create(
-      CLAIM_PLURAL,
-      'team',
-      claimObject('ha', { instanceLabel: 'atlas', userName: 'ha', databaseName: 'ha' }, 'team'),
-    );
-    await ready;
+    await createReadyClaim(fake, 'team', 'ha');
     const published = secretData(fake.get('secrets', 'team', 'ha'));
     expect(second.elector.leading).toBe(false);
 
@@ -84,13 +77,7 @@ describe('leader election', () => {
     });
 
     // The new leader reconciles (a new claim proves it) and leaves the first one's Secret as is.
-    const next = claimReady(fake, 'ha-two');
-    fake.create(
-      CLAIM_PLURAL,
-      'team',
-      claimObject('ha-two', { instanceLabel: 'atlas', userName: 'ha_two', databaseName: 'ha_two' }, 'team'),
-    );
-    await next;
+    await createReadyClaim(fake, 'team', 'ha-two');
     expect((await rechecked).outcome).toBe('unchanged');
     expect(secretData(fake.get('secrets', 'team', 'ha'))).toEqual(published);
     expect(fake.audit.filter((line) => line === 'PUT /api/v1/namespaces/team/secrets/ha')).toEqual([]);
