@@ -17,7 +17,7 @@ import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './claim-finalizer.js';
 import { ClaimInformer } from './claim-informer.js';
-import { type ClaimResource, claimFromResource, resourceKey } from './claim-resource.js';
+import { type ClaimResource, claimFromResource, resourceKey, secretNameOf } from './claim-resource.js';
 import { stateFromStatus, statusFields, writeClaimStatus } from './claim-status-writer.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
@@ -192,10 +192,11 @@ export class ClaimController extends EventEmitter {
   #ports(claim: DatabaseClaim, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
     const states = this.#informer.list().flatMap((other) => {
       const otherKey = resourceKey(other.metadata);
-      if (otherKey === claim.key)
-        return [stateFromStatus(resource, claim.key, claim.secretName) ?? []].flat();
-      const otherClaim = claimFromResource(other).claim;
-      return [(otherClaim && stateFromStatus(other, otherKey, otherClaim.secretName)) ?? []].flat();
+      const state =
+        otherKey === claim.key
+          ? stateFromStatus(resource, claim.key, claim.secretName)
+          : stateFromStatus(other, otherKey, secretNameOf(other));
+      return state ? [state] : [];
     });
     const store = new KubeStatusStore(states);
     const owner = { namespace: claim.namespace, name: claim.name, uid: resource.metadata.uid };

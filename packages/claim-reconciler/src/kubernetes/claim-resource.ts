@@ -72,6 +72,15 @@ export function resourceKey(metadata: { namespace?: string; name?: string }): st
   return `${metadata.namespace ?? ''}/${metadata.name ?? ''}`;
 }
 
+/**
+ * The Secret a claim writes, without validating the whole claim (other claims' statuses
+ * are read on every reconcile: a full parse of each would make a pass quadratic in parses).
+ */
+export function secretNameOf(resource: ClaimResource): string {
+  const named = resource.spec?.secretName;
+  return typeof named === 'string' ? named : resource.metadata.name;
+}
+
 /** The validated claim, or the validation findings as one message (terminal: fix the claim). */
 export function claimFromResource(
   resource: ClaimResource,
