@@ -142,6 +142,32 @@ describe('a DatabaseClaim resource', () => {
     fake.delete(CLAIM_PLURAL, 'shop', 'broken');
   });
 
+  it('never overwrites a Secret of that name that the claim does not own', async () => {
+    await start().start();
+    fake.create('secrets', 'shop', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'taken' },
+      data: { keep: 'bWluZQ==' },
+    });
+    const notReady = claimReady(fake, 'intruder', 'False');
+    fake.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject(
+        'intruder',
+        { instanceLabel: 'atlas', userName: 'intruder', databaseName: 'intruder', secretName: 'taken' },
+        'shop',
+      ),
+    );
+    const synced = (
+      (await notReady).object.status as { conditions: Array<{ reason: string; message: string }> }
+    ).conditions[1]!;
+    expect(synced.reason).toBe('ReconcileError');
+    expect(synced.message).toContain('not owned by DatabaseClaim intruder');
+    expect(fake.get('secrets', 'shop', 'taken')?.data).toEqual({ keep: 'bWluZQ==' });
+  });
+
   it('deletion applies the policy (Delete drops the database) and then removes the finalizer', async () => {
     await start().start();
     await createReadyClaim(fake, 'shop', 'gone', { deletionPolicy: 'Delete' });
