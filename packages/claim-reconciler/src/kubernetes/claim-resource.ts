@@ -4,7 +4,7 @@
  * parser as the folder mode, so both accept exactly the same documents).
  */
 import { CLAIM_API_VERSION, CLAIM_KIND, type DatabaseClaim, parseClaims } from '../claim-schema.js';
-import type { Binding } from '../claim-status.js';
+import type { ClaimStatus } from '../claim-status.js';
 import { formatProblem } from '../problems.js';
 
 /** API group of DatabaseClaim (the database controller's, so existing manifests apply). */
@@ -26,25 +26,21 @@ export interface ClaimCondition {
   readonly observedGeneration?: number;
 }
 
+/** Fields of the reconcile state that live only in the controller's bookkeeping. */
+type BookkeepingField = 'claim' | 'namespace' | 'secretName' | 'deleting';
+
 /**
- * The claim's `status` subresource: the status file's fields, plus conditions and the
- * generation they describe. `migration` is left for the online-move work to fill in.
+ * The claim's `status` subresource: every field of the status file (`ClaimStatus`: error,
+ * matchedLabel, binding, activeUser, dbCreatedAt, connectionInfoUpdatedAt, userUpdatedAt,
+ * retired, and the migration state of an online move when there is one), plus conditions
+ * and the generation they describe.
  */
-export interface ClaimResourceStatus {
-  readonly error?: string | null;
-  readonly matchedLabel?: string | null;
-  readonly binding?: Binding | null;
-  readonly activeUser?: string | null;
-  readonly dbCreatedAt?: string | null;
-  readonly connectionInfoUpdatedAt?: string | null;
-  readonly userUpdatedAt?: string | null;
-  /** Earlier bindings still waiting for their deletion policy (instance changes). */
-  readonly retired?: readonly Binding[];
-  /** Migration state of an online move, when one is under way. */
-  readonly migration?: Readonly<Record<string, unknown>>;
+export type ClaimResourceStatus = Partial<Omit<ClaimStatus, BookkeepingField>> & {
+  /** Migration state of an online move, when one is under way (shape: the reconcile's). */
+  readonly migration?: unknown;
   readonly observedGeneration?: number;
   readonly conditions?: readonly ClaimCondition[];
-}
+};
 
 /** The metadata fields the controller reads and writes. */
 export interface ClaimMetadata {

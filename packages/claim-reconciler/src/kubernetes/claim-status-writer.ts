@@ -9,19 +9,17 @@ import { type ConditionInput, nextConditions } from './claim-conditions.js';
 import type { ClaimResource, ClaimResourceStatus } from './claim-resource.js';
 import { type KubeClients, retryOnConflict } from './kube-clients.js';
 
-/** Status fields of the reconcile state (what the status file holds, minus bookkeeping). */
+/** Status fields of the reconcile state: all of it but the controller's bookkeeping. */
 export function statusFields(state: ClaimStatus | undefined): ClaimResourceStatus {
   if (!state) return {};
-  return {
-    error: state.error,
-    matchedLabel: state.matchedLabel,
-    binding: state.binding,
-    activeUser: state.activeUser,
-    dbCreatedAt: state.dbCreatedAt,
-    connectionInfoUpdatedAt: state.connectionInfoUpdatedAt,
-    userUpdatedAt: state.userUpdatedAt,
-    retired: state.retired,
-  };
+  const {
+    claim: _claim,
+    namespace: _namespace,
+    secretName: _secretName,
+    deleting: _deleting,
+    ...fields
+  } = state;
+  return fields;
 }
 
 /** The reconcile state recorded on a claim, or undefined before its first reconcile. */
@@ -32,7 +30,9 @@ export function stateFromStatus(
 ): ClaimStatus | undefined {
   const status = resource.status;
   if (!status || (status.binding === undefined && status.activeUser === undefined)) return undefined;
+  const { observedGeneration: _generation, conditions: _conditions, ...recorded } = status;
   return {
+    ...(recorded as Partial<ClaimStatus>),
     claim: key,
     namespace: resource.metadata.namespace,
     secretName,
