@@ -11,7 +11,6 @@ import { EventEmitter } from 'node:events';
 import type { HotloadLogger } from 'hotload-core';
 import type { ClaimReconcile } from '../claim-outcome.js';
 import type { ClaimPorts } from '../claim-ports.js';
-import type { DatabaseClaim } from '../claim-schema.js';
 import type { ClaimRef } from './claim-api.js';
 import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
@@ -22,7 +21,7 @@ import { stateFromStatus, statusFields, writeClaimStatus } from './claim-status-
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
 import { KubeStatusStore } from './kube-status-store.js';
-import type { ClaimReconcilePort } from './reconcile-port.js';
+import type { ClaimIdentity, ClaimReconcilePort } from './reconcile-port.js';
 import { type BackoffSettings, type WorkOutcome, WorkQueue } from './work-queue.js';
 
 /** Options of {@link ClaimController}. */
@@ -130,20 +129,23 @@ export class ClaimController extends EventEmitter {
     };
     const generation = resource.metadata.generation ?? 1;
     const parsed = claimFromResource(resource);
-    const deleting = resource.metadata.deletionTimestamp !== undefined;
+    if (resource.metadata.deletionTimestamp !== undefined) {
+      // Deletion needs only the claim's identity: the recorded state says what to clean up,
+      // so a claim edited into an invalid spec is still cleaned up by its policy.
+      const identity = {
+        key,
+        namespace: ref.namespace,
+        secretName: parsed.claim?.secretName ?? secretNameOf(resource),
+      };
+      return this.#finalize(key, ref, identity, resource, generation);
+    }
     if (parsed.error !== undefined) {
-      if (deleting && hasFinalizer(resource)) {
-        // Nothing can be cleaned up from a claim we cannot read: the recorded state decides.
-        await removeFinalizer(this.#options.clients, ref);
-        return this.#done({ key, outcome: 'finalized' });
-      }
       await this.#writeStatus(ref, {}, { result: { invalid: parsed.error }, generation, published: false });
       await this.#event(ref, { type: 'Warning', reason: 'InvalidSpec', message: parsed.error });
       return this.#done({ key, outcome: 'invalid', error: parsed.error });
     }
     const claim = parsed.claim;
     const { ports, store } = this.#ports(claim, resource);
-    if (deleting) return this.#finalize(key, ref, claim, ports, store, resource, generation);
     if (!hasFinalizer(resource) && !(await addFinalizer(this.#options.clients, ref))) {
       return this.#done({ key, outcome: 'gone' });
     }
@@ -164,13 +166,12 @@ export class ClaimController extends EventEmitter {
   async #finalize(
     key: string,
     ref: ClaimRef,
-    claim: DatabaseClaim,
-    ports: ClaimPorts,
-    store: KubeStatusStore,
+    claim: ClaimIdentity,
     resource: ClaimResource,
     generation: number,
   ): Promise<WorkOutcome> {
     if (!hasFinalizer(resource)) return this.#done({ key, outcome: 'gone' });
+    const { ports, store } = this.#ports(claim, resource);
     const result = await this.#options.reconciler.finalize(claim, ports);
     if (result.error) {
       const recorded = store.recorded;
@@ -189,7 +190,7 @@ export class ClaimController extends EventEmitter {
   }
 
   /** The cluster side of one claim's reconcile: its Secret, and every claim's recorded state. */
-  #ports(claim: DatabaseClaim, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
+  #ports(claim: ClaimIdentity, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
     const states = this.#informer.list().flatMap((other) => {
       const otherKey = resourceKey(other.metadata);
       const state =
@@ -199,7 +200,7 @@ export class ClaimController extends EventEmitter {
       return state ? [state] : [];
     });
     const store = new KubeStatusStore(states);
-    const owner = { namespace: claim.namespace, name: claim.name, uid: resource.metadata.uid };
+    const owner = { namespace: claim.namespace, name: resource.metadata.name, uid: resource.metadata.uid };
     const ports: ClaimPorts = {
       secretFor: (namespace, secretName) =>
         new KubeSecretSink(this.#options.clients, { ...owner, namespace, secretName }, this.#options.now),

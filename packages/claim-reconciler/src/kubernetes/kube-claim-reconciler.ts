@@ -18,7 +18,7 @@ import { terminal } from '../reconcile-result.js';
 import type { ReconcilerConfig } from '../reconciler-config.js';
 import type { StepHook } from '../steps.js';
 import { UsageIndex } from '../usage-index.js';
-import type { ClaimReconcilePort } from './reconcile-port.js';
+import type { ClaimIdentity, ClaimReconcilePort } from './reconcile-port.js';
 
 /** Options of {@link KubeClaimReconciler}. */
 export interface KubeClaimReconcilerOptions {
@@ -72,7 +72,7 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
     return reconcileClaim(context, claim, false);
   }
 
-  async finalize(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile> {
+  async finalize(claim: ClaimIdentity, ports: ClaimPorts): Promise<ClaimReconcile> {
     const statuses = await ports.statuses.list();
     const own = await ports.statuses.read(claim.namespace, claim.secretName);
     const sink = ports.secretFor(claim.namespace, claim.secretName);

@@ -142,6 +142,30 @@ describe('a DatabaseClaim resource', () => {
     fake.delete(CLAIM_PLURAL, 'shop', 'broken');
   });
 
+  it('a claim edited into an invalid spec is still cleaned up by its recorded policy on deletion', async () => {
+    await start().start();
+    await createReadyClaim(fake, 'shop', 'edited', { deletionPolicy: 'Delete' });
+    const current = fake.get(CLAIM_PLURAL, 'shop', 'edited')!;
+    const invalid = claimReady(fake, 'edited', 'False');
+    fake.update(
+      CLAIM_PLURAL,
+      'shop',
+      'edited',
+      { ...current, spec: { ...(current.spec as object), userName: 'Bad Name' } },
+      undefined,
+    );
+    await invalid;
+    const gone = nextChange(
+      fake,
+      (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'edited',
+    );
+    fake.delete(CLAIM_PLURAL, 'shop', 'edited');
+    await gone;
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['edited']);
+    expect(rows).toHaveLength(0);
+    expect(fake.get('secrets', 'shop', 'edited')).toBeUndefined();
+  });
+
   it('never overwrites a Secret of that name that the claim does not own', async () => {
     await start().start();
     fake.create('secrets', 'shop', {
