@@ -18,4 +18,8 @@ export interface ClaimContext {
   readonly onStep?: StepHook;
   readonly metrics?: ReconcilerMetrics;
   readonly now: Date;
+  /** This driver's publisher id ({@link ClaimPorts.publisherId}), recorded on each claim. */
+  readonly publisher?: string;
+  /** Record `publisher` even where another one is recorded (that output is gone for good). */
+  readonly takeOver?: boolean;
 }

@@ -16,16 +16,25 @@
  *   an error as a value (`retryable` or `terminal`) until the driver's edge makes it text.
  *
  * How a driver plugs in: it builds a {@link ClaimContext} per pass (master connections,
- * usage index, {@link ClaimPorts}) and calls {@link reconcileClaim} per claim (or
- * `deleteClaim` for a claim that is gone), and requeues by the result.
+ * usage index, {@link ClaimPorts}, its publisher id) and calls {@link reconcileClaim} per
+ * claim (or `deleteClaim` for a claim that is gone), and requeues by the result.
+ * - Locking is inside: each claim runs under the PostgreSQL advisory lock of its users on
+ *   the instance (`MasterConnection.withAdvisoryLock`, {@link claimLockName}), then the
+ *   sink's own lock (`SecretSink.lock`: a lock file in folder mode).
  * - The secret is published through {@link SecretSink} (`ports.secretFor(namespace,
  *   name)`): the folder mode uses the kubelet-style folder writer (`SecretPublisher`); a
  *   Kubernetes controller passes a Secret writer.
  * - The status is stored through {@link StatusStore} (`ports.statuses`): a status file in
  *   folder mode; a controller would write the claim's status subresource.
- * - A migration step (an instance change that copies data) hooks in where the plan says
- *   `moved`: it runs before the new secret is published, with the old binding retired
- *   only after it (see `cleanUpBindings`).
+ * - `ports.publisherId` names the one publisher of each claim (recorded on its base role);
+ *   a controller would use an id of its cluster, so a folder and a cluster never both
+ *   publish one claim.
+ * - A migration step (an instance change that copies data) belongs where the plan says
+ *   `moved`: before the new secret is published, with the old binding retired only after
+ *   it (see `cleanUpBindings`).
+ * - Spec fields a driver cannot honour are refused in one place, `REFUSED_SPEC_FIELDS`
+ *   (claim-schema.ts): implementing `useExistingSource`/`sourceDataFrom` means removing
+ *   them there.
  */
 
 import { cleanUpBindings } from './binding-cleanup.js';
@@ -214,12 +223,15 @@ export async function reconcileClaim(
   let phase = 'provision' as 'provision' | 'rotate';
   try {
     const master = await context.connections.get(target);
-    // One reconciler at a time per claim users on an instance (see claimLockName).
-    return await master.withAdvisoryLock(claimLockName(claim.userName), async () => {
+    // One reconciler at a time per claim users on an instance (claimLockName), and one
+    // writer at a time per secret (the sink's lock).
+    const locked = <T>(work: () => Promise<T>) =>
+      master.withAdvisoryLock(claimLockName(claim.userName), () => sink.lock(work));
+    return await locked(async () => {
       const started = performance.now();
       const names = claimNames(claim.userName, claim.databaseName);
       const provisioner = Provisioner.create(master, names, claim.key, context.onStep);
-      const ensured = await provisioner.ensure();
+      const ensured = await provisioner.ensure({ publisher: context.publisher, takeOver: context.takeOver });
       if (ensured.databaseCreated) {
         actions.push(`created database ${names.database}`);
         metrics?.databaseCreated?.();

@@ -25,7 +25,8 @@ import type { Step, StepHook } from './steps.js';
 
 const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claims <dir> --out <dir>
          [--watch] [--resync-seconds <n>] [--rotate] [--prune] [--max-deletions <n>]
-         [--dry-run] [--json] [--concurrency <n>] [--metrics-port <port>] [--metrics-host <host>]
+         [--dry-run] [--take-over] [--json] [--concurrency <n>]
+         [--metrics-port <port>] [--metrics-host <host>]
        hotload-claim-reconciler controller --config <file> [...]   (Kubernetes mode: controller --help)
        hotload-claim-reconciler --help | --version
 
@@ -41,6 +42,8 @@ const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claim
                      more deletes none and fails; default 1
   --dry-run          print every step a pass would take (SQL writes, publishes, status writes,
                      deletions) and take none of them
+  --take-over        publish claims whose users another --out folder published (that folder
+                     is gone for good); without it such claims are refused
   --json             machine-readable output: one JSON object per pass
   --concurrency      claims reconciled in parallel; default 8
   --metrics-port     with --watch: serve Prometheus metrics on http://<host>:<port>/metrics
@@ -61,6 +64,7 @@ interface CliOptions {
   prune: boolean;
   maxDeletions: number;
   dryRun: boolean;
+  takeOver: boolean;
   json: boolean;
   concurrency: number;
   metricsPort: number | undefined;
@@ -114,6 +118,7 @@ function parseCli(argv: string[]): CliRequest {
       prune: values.prune,
       maxDeletions,
       dryRun: values['dry-run'],
+      takeOver: values['take-over'],
       json: values.json,
       concurrency,
       metricsPort,
@@ -132,6 +137,7 @@ const OPTIONS = {
   prune: { type: 'boolean', default: false },
   'max-deletions': { type: 'string', default: String(DEFAULT_MAX_DELETIONS) },
   'dry-run': { type: 'boolean', default: false },
+  'take-over': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },
   concurrency: { type: 'string', default: '8' },
   'metrics-port': { type: 'string' },
@@ -225,6 +231,7 @@ async function runPass(
       prune: options.prune,
       maxDeletions: options.maxDeletions,
       dryRun: options.dryRun,
+      takeOver: options.takeOver,
       concurrency: options.concurrency,
       onStep: options.dryRun ? dryRunHook(options.json, planned) : onStep,
       metrics,

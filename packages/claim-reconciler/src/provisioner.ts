@@ -26,6 +26,21 @@ function alreadyExists(error: unknown, code: string): boolean {
  */
 export const MANAGED_ROLE_MARKER = 'managed by hotload-claim-reconciler';
 
+/**
+ * The base role's comment also names the one publisher of the claim's secret (an output
+ * folder, later a Kubernetes Secret): `<marker>; publisher <id>`. A second publisher (a
+ * second --out) would set a fresh password on a user the first one publishes, so it is
+ * refused (see {@link EnsureOptions.publisher}).
+ */
+export function publisherComment(publisher: string): string {
+  return `${MANAGED_ROLE_MARKER}; publisher ${publisher}`;
+}
+
+/** SQL: whether the comment `expression` carries the marker ($marker is its parameter). */
+function managedSql(expression: string, marker: string): string {
+  return `COALESCE(${expression} = ${marker} OR starts_with(${expression}, ${marker} || '; '), false)`;
+}
+
 /** The database and role names a claim owns. */
 export interface ClaimNames {
   readonly database: string;
@@ -60,6 +75,8 @@ export interface ObservedRole {
   readonly actsAsBase: boolean;
   /** The role carries {@link MANAGED_ROLE_MARKER}: this reconciler created it. */
   readonly managed: boolean;
+  /** The publisher its comment names ({@link publisherComment}); base role only. */
+  readonly publisher: string | undefined;
 }
 
 /** What {@link Provisioner.dropRoles} did. */
@@ -74,6 +91,17 @@ export interface DropRolesResult {
  * `not-ours` (its owner is not a role this reconciler created, so it was left in place).
  */
 export type DropDatabaseResult = 'dropped' | 'absent' | 'not-ours';
+
+/** Options of {@link Provisioner.ensure}. */
+export interface EnsureOptions {
+  /**
+   * Who publishes the claim's secret. Recorded on the base role; a base role that names
+   * another publisher is refused, unless `takeOver`.
+   */
+  readonly publisher?: string;
+  /** Record `publisher` even over another one (its folder is gone for good). */
+  readonly takeOver?: boolean;
+}
 
 /** What {@link Provisioner.ensure} changed. */
 export interface EnsureResult {
@@ -117,6 +145,7 @@ export class Provisioner {
       member: boolean;
       acts_as_base: boolean;
       managed: boolean;
+      publisher: string | null;
     }>(
       `SELECT r.rolname, r.rolcanlogin, r.rolsuper,
               array_remove(ARRAY[
@@ -131,7 +160,8 @@ export class Provisioner {
               COALESCE(format('role=%s', $2::text) = ANY(r.rolconfig), false) AS acts_as_base,
               EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid
                       WHERE m.member = r.oid AND b.rolname = $2::text) AS member,
-              COALESCE(shobj_description(r.oid, 'pg_authid') = $3::text, false) AS managed
+              ${managedSql("shobj_description(r.oid, 'pg_authid')", '$3::text')} AS managed,
+              substring(shobj_description(r.oid, 'pg_authid') from '; publisher (.*)$') AS publisher
          FROM pg_roles r WHERE r.rolname = ANY($1::text[])`,
       [[baseRole, ...users], baseRole, MANAGED_ROLE_MARKER],
     );
@@ -147,6 +177,7 @@ export class Provisioner {
             memberOfBase: r.member,
             actsAsBase: r.acts_as_base,
             managed: r.managed,
+            publisher: r.publisher ?? undefined,
           },
         ]),
       ),
@@ -162,14 +193,21 @@ export class Provisioner {
   }
 
   /** Creates whatever is missing: base role, database, login users, memberships, grants. */
-  async ensure(): Promise<EnsureResult> {
+  async ensure(options: EnsureOptions = {}): Promise<EnsureResult> {
     const { baseRole, users } = this.names;
     const observed = await this.observe();
     this.refuseForeignRoles(observed);
     const rolesCreated: string[] = [];
-    if (!observed.roles.has(baseRole)) {
-      if (await this.createRole(baseRole, `CREATE ROLE ${quoteIdentifier(baseRole)} NOLOGIN`))
+    const base = observed.roles.get(baseRole);
+    const comment =
+      options.publisher === undefined ? MANAGED_ROLE_MARKER : publisherComment(options.publisher);
+    if (!base) {
+      if (await this.createRole(baseRole, `CREATE ROLE ${quoteIdentifier(baseRole)} NOLOGIN`, comment))
         rolesCreated.push(baseRole);
+    } else if (options.publisher !== undefined && base.publisher !== options.publisher) {
+      if (base.publisher !== undefined && !options.takeOver) throw this.otherPublisher(base.publisher);
+      if (await this.step(`record-publisher ${baseRole}`))
+        await this.master.query(`COMMENT ON ROLE ${quoteIdentifier(baseRole)} IS ${quoteLiteral(comment)}`);
     }
     let databaseCreated = false;
     if (observed.databaseOwner === undefined) databaseCreated = await this.createDatabase();
@@ -220,7 +258,7 @@ export class Provisioner {
   async dropDatabase(): Promise<DropDatabaseResult> {
     const { database } = this.names;
     const { rows } = await this.master.query<{ managed: boolean }>(
-      `SELECT COALESCE(shobj_description(d.datdba, 'pg_authid') = $2::text, false) AS managed
+      `SELECT ${managedSql("shobj_description(d.datdba, 'pg_authid')", '$2::text')} AS managed
          FROM pg_database d WHERE d.datname = $1`,
       [database, MANAGED_ROLE_MARKER],
     );
@@ -285,24 +323,32 @@ export class Provisioner {
    * leaves a role of ours unmarked. A role that appeared meanwhile (42710) is adopted only
    * if it carries the marker (a concurrent run of ours created it).
    */
-  private async createRole(role: string, sql: string): Promise<boolean> {
+  private async createRole(role: string, sql: string, comment = MANAGED_ROLE_MARKER): Promise<boolean> {
     if (!(await this.step(`create-role ${role}`))) return true;
     try {
       await this.master.transaction([
         sql,
-        `COMMENT ON ROLE ${quoteIdentifier(role)} IS ${quoteLiteral(MANAGED_ROLE_MARKER)}`,
+        `COMMENT ON ROLE ${quoteIdentifier(role)} IS ${quoteLiteral(comment)}`,
       ]);
       return true;
     } catch (error) {
       if (!alreadyExists(error, DUPLICATE_OBJECT)) throw error;
     }
     const { rows } = await this.master.query<{ managed: boolean }>(
-      `SELECT COALESCE(shobj_description(oid, 'pg_authid') = $2, false) AS managed
+      `SELECT ${managedSql("shobj_description(oid, 'pg_authid')", '$2::text')} AS managed
          FROM pg_roles WHERE rolname = $1`,
       [role, MANAGED_ROLE_MARKER],
     );
     if (!rows[0]?.managed) throw notOurs([role]);
     return false;
+  }
+
+  private otherPublisher(publisher: string): ProvisioningConflictError {
+    return new ProvisioningConflictError(
+      `users ${this.names.users.join(', ')} are published by another output (publisher ${publisher}); ` +
+        'a second one would set passwords the first one does not publish, so this one refuses. ' +
+        'Reconcile the claim from one --out only; if that output is gone for good, run once with --take-over',
+    );
   }
 
   /** CREATE DATABASE cannot run in a transaction and has no IF NOT EXISTS: 42P04 means done. */

@@ -36,6 +36,8 @@ export interface ReconcileFilesOptions {
    * `onStep` hook that returns `'skip'` for a dry run.
    */
   readonly dryRun?: boolean;
+  /** See {@link PassOptions.takeOver}. */
+  readonly takeOver?: boolean;
   readonly concurrency?: number;
   readonly onStep?: StepHook;
   readonly onOutcome?: (outcome: ClaimOutcome) => void;
@@ -78,6 +80,7 @@ export async function reconcileFiles(options: ReconcileFilesOptions): Promise<Re
     rotate: options.rotate,
     prune: options.prune,
     maxDeletions: options.maxDeletions,
+    takeOver: options.takeOver,
     presentInvalidClaims,
     claimSetComplete: errors.every((problem) => problem.claim !== undefined),
   });

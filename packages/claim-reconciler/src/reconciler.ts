@@ -77,6 +77,11 @@ export interface PassOptions {
    * deletes none and reports each as `not-pruned` with an error. Default 1.
    */
   readonly maxDeletions?: number;
+  /**
+   * Record this output as the claims' publisher even where another output is recorded
+   * (that one is gone for good). Default false: such claims are refused.
+   */
+  readonly takeOver?: boolean;
 }
 
 /** The result of a pass. */
@@ -122,7 +127,12 @@ export class Reconciler {
       }
       for (const binding of desired.values()) usage.add(binding);
       const conflicts = findConflicts(claims, desired);
-      const context = this.#context(connections, usage);
+      const context = {
+        ...this.#context(connections, usage),
+        // Only a pass that may provision needs it: one with no claim to reconcile writes nothing.
+        publisher: desired.size > 0 ? await this.#ports.publisherId(this.#options.onStep) : undefined,
+        takeOver: pass.takeOver ?? false,
+      };
       // Before any SQL write: each fragment key's own master login, for the claims using it.
       const targets = new Map([...desired].map(([key, binding]) => [key, this.#target(binding)] as const));
       const loginFailures = await checkMasterLogins([...targets.values()]);

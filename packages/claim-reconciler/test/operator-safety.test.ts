@@ -66,15 +66,21 @@ async function published(out: string, name: string): Promise<{ data: string; pas
   };
 }
 
+/** Claims `<prefix>_a` and `<prefix>_b` reconciled into `out-<prefix>`, and what each publishes. */
+async function twoPublishedClaims(prefix: string) {
+  const out = join(suite.work.path, `out-${prefix}`);
+  const both = await folderWith(`claims-${prefix}`, {
+    'a.yaml': claimFile(`${prefix}_a`),
+    'b.yaml': claimFile(`${prefix}_b`),
+  });
+  expect((await reconcile(both, out)).code).toBe(0);
+  const before = { a: await published(out, `${prefix}_a`), b: await published(out, `${prefix}_b`) };
+  return { out, before };
+}
+
 describe('deletion needs an explicit signal', () => {
   it('an empty claims folder deletes nothing; --prune over the limit refuses; --prune within it deletes', async () => {
-    const out = join(suite.work.path, 'out-prune');
-    const both = await folderWith('claims-prune', {
-      'a.yaml': claimFile('prune_a'),
-      'b.yaml': claimFile('prune_b'),
-    });
-    expect((await reconcile(both, out)).code).toBe(0);
-    const before = { a: await published(out, 'prune_a'), b: await published(out, 'prune_b') };
+    const { out, before } = await twoPublishedClaims('prune');
 
     // The most common mistake: a claims folder that is there but empty.
     const empty = await folderWith('claims-prune-empty', {});
@@ -109,13 +115,7 @@ describe('deletion needs an explicit signal', () => {
   });
 
   it('--rotate --claims <subset> rotates the subset and touches no other claim', async () => {
-    const out = join(suite.work.path, 'out-subset');
-    const both = await folderWith('claims-subset', {
-      'a.yaml': claimFile('subset_a'),
-      'b.yaml': claimFile('subset_b'),
-    });
-    expect((await reconcile(both, out)).code).toBe(0);
-    const before = { a: await published(out, 'subset_a'), b: await published(out, 'subset_b') };
+    const { out, before } = await twoPublishedClaims('subset');
     const onlyA = await folderWith('claims-subset-a', { 'a.yaml': claimFile('subset_a') });
 
     const { result: run, statements } = await ddlDuring(() => reconcile(onlyA, out, '--rotate'));
@@ -140,6 +140,7 @@ describe('--dry-run', () => {
     expect(await databaseExists('dry_a')).toBe(false);
     const printed = dry.stdout.split('\n').filter((line) => line.startsWith('would '));
     expect(printed).toEqual([
+      `would write-publisher-id (${out})`,
       'would create-role dry_a (default/dry-a)',
       'would create-database dry_a (default/dry-a)',
       'would create-role dry_a_a (default/dry-a)',

@@ -205,6 +205,7 @@ export class ClaimController extends EventEmitter {
       secretFor: (namespace, secretName) =>
         new KubeSecretSink(this.#options.clients, { ...owner, namespace, secretName }, this.#options.now),
       statuses: store,
+      publisherId: async () => this.#options.reconciler.publisherId,
     };
     return { ports, store };
   }

@@ -3,6 +3,7 @@
  * conditions and `observedGeneration`. A `409 Conflict` (someone wrote the claim since we
  * read it) is handled by reading it again and retrying, never by overwriting blindly.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { ClaimStatus } from '../claim-status.js';
 import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
 import { type ConditionInput, nextConditions } from './claim-conditions.js';
@@ -68,7 +69,7 @@ export async function writeClaimStatus(
       observedGeneration: conditions.generation,
       conditions: nextConditions(current.status?.conditions, conditions),
     };
-    if (JSON.stringify(status) === JSON.stringify(current.status)) return true;
+    if (isDeepStrictEqual(status, current.status)) return true;
     await clients.custom.replaceNamespacedCustomObjectStatus({
       ...claimPath(ref),
       body: { ...current, status },

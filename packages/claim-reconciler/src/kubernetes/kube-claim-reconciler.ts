@@ -28,7 +28,17 @@ export interface KubeClaimReconcilerOptions {
   readonly metrics?: ReconcilerMetrics;
   /** Master connections per instance; default 4. */
   readonly maxConnectionsPerInstance?: number;
+  /**
+   * The publisher recorded on each claim's base role ({@link DEFAULT_PUBLISHER_ID} by
+   * default): claims a folder-mode output (or another cluster) publishes are refused.
+   */
+  readonly publisherId?: string;
+  /** Record this publisher even where another one is recorded (migrating to the controller). */
+  readonly takeOver?: boolean;
 }
+
+/** Publisher id of the controller unless told otherwise. */
+export const DEFAULT_PUBLISHER_ID = 'kubernetes:hotload-claim-reconciler';
 
 /** {@link ClaimReconcilePort} over `reconcileClaim` / `deleteClaim`. */
 export class KubeClaimReconciler implements ClaimReconcilePort {
@@ -38,6 +48,10 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
   constructor(options: KubeClaimReconcilerOptions) {
     this.#options = options;
     this.#connections = new MasterConnections(options.maxConnectionsPerInstance ?? 4);
+  }
+
+  get publisherId(): string {
+    return this.#options.publisherId ?? DEFAULT_PUBLISHER_ID;
   }
 
   /** Uses a new config (re-read from its ConfigMap) from the next reconcile on. */
@@ -97,7 +111,7 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
   }
 
   #context(ports: ClaimPorts, usage: UsageIndex): ClaimContext {
-    const { config, onStep, metrics, now } = this.#options;
+    const { config, onStep, metrics, now, takeOver } = this.#options;
     return {
       config,
       connections: this.#connections,
@@ -106,6 +120,8 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
       onStep,
       metrics,
       now: now?.() ?? new Date(),
+      publisher: this.publisherId,
+      takeOver,
     };
   }
 }

@@ -123,6 +123,14 @@ export class KubeSecretSink implements SecretSink {
 
   async sweep(): Promise<void> {}
 
+  /**
+   * No lock file: one leader writes (Lease), and every Secret write carries the
+   * resourceVersion it read (a concurrent write is a 409, retried on a fresh read).
+   */
+  lock<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
   async remove(): Promise<void> {
     const current = await this.#get();
     if (!current || !this.#owns(current)) return;

@@ -5,6 +5,7 @@
  * which puts it on the claim's `status` subresource together with the conditions, in one
  * write. A write is thus never lost and never doubled: the reconcile itself is the unit.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { StatusStore } from '../claim-ports.js';
 import type { ClaimStatus } from '../claim-status.js';
 
@@ -34,7 +35,7 @@ export class KubeStatusStore implements StatusStore {
 
   async write(status: ClaimStatus): Promise<boolean> {
     const key = secretKey(status.namespace, status.secretName);
-    const changed = JSON.stringify(this.#states.get(key)) !== JSON.stringify(status);
+    const changed = !isDeepStrictEqual(this.#states.get(key), status);
     this.#states.set(key, status);
     this.#recorded = { kind: 'written', status };
     return changed;

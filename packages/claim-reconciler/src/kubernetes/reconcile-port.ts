@@ -13,6 +13,8 @@ export type ClaimIdentity = Pick<DatabaseClaim, 'key' | 'namespace' | 'secretNam
 
 /** One reconcile of one claim; the controller never runs two for the same claim at once. */
 export interface ClaimReconcilePort {
+  /** Who publishes ({@link ClaimPorts.publisherId}). */
+  readonly publisherId: string;
   /** Brings the claim's database, users and Secret to what the claim asks for. */
   reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile>;
   /**
