@@ -23,6 +23,7 @@ import { runWhileLeading } from './leader-gate.js';
 export const CONTROLLER_USAGE = `usage: hotload-claim-reconciler controller --config <file> [--namespaces <a,b>]
          [--workers <n>] [--resync-seconds <n>] [--port <port>] [--host <host>]
          [--leader-elect] [--lease-namespace <ns>] [--lease-name <name>] [--identity <name>]
+         [--take-over]
 
   --config           reconciler config (the ConfigMap's config.yaml); re-read when it changes
   --namespaces       comma-separated namespaces to watch; default: all
@@ -33,7 +34,8 @@ export const CONTROLLER_USAGE = `usage: hotload-claim-reconciler controller --co
   --leader-elect     run several replicas: only the holder of a coordination.k8s.io Lease reconciles
   --lease-namespace  namespace of the Lease; default $POD_NAMESPACE or "default"
   --lease-name       name of the Lease; default hotload-claim-reconciler
-  --identity         this replica's name in the Lease; default $POD_NAME or the host name`;
+  --identity         this replica's name in the Lease; default $POD_NAME or the host name
+  --take-over        publish claims another publisher (a folder-mode --out) recorded, from now on`;
 
 const OPTIONS = {
   config: { type: 'string' },
@@ -46,6 +48,7 @@ const OPTIONS = {
   'lease-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'default' },
   'lease-name': { type: 'string', default: 'hotload-claim-reconciler' },
   identity: { type: 'string', default: process.env.POD_NAME ?? hostname() },
+  'take-over': { type: 'boolean', default: false },
 } as const;
 
 /** Bad `controller` arguments. */
@@ -76,7 +79,7 @@ export async function runControllerCli(argv: string[]): Promise<number> {
     },
     (message) => logger.warn({ error: message }, 'reconciler config invalid: keeping the previous one'),
   );
-  reconciler = new KubeClaimReconciler({ config: configWatch.current, metrics });
+  reconciler = new KubeClaimReconciler({ config: configWatch.current, metrics, takeOver: options.takeOver });
   controller = new ClaimController({
     clients,
     reconciler,
@@ -147,6 +150,7 @@ interface ControllerOptions {
   readonly leaseNamespace: string;
   readonly leaseName: string;
   readonly identity: string;
+  readonly takeOver: boolean;
 }
 
 function parseControllerArgs(argv: string[]): ControllerOptions {
@@ -177,6 +181,7 @@ function parseControllerArgs(argv: string[]): ControllerOptions {
     leaseNamespace: values['lease-namespace'],
     leaseName: values['lease-name'],
     identity: values.identity,
+    takeOver: values['take-over'],
   };
 }
 
