@@ -143,8 +143,12 @@ function splitKey(key: string): [string, string] {
   return [key.slice(0, slash), key.slice(slash + 1)];
 }
 
-/** Generation, uid, deletion mark and finalizers: a change in any of them needs a reconcile. */
+/**
+ * Generation, uid and deletion mark: a change in any of them needs a reconcile. Like
+ * controller-runtime's GenerationChangedPredicate, metadata-only changes (our own finalizer,
+ * labels) do not; the periodic resync still catches a finalizer removed by hand.
+ */
 function specSignature(resource: KubernetesObject): string {
-  const { generation, uid, deletionTimestamp, finalizers } = resource.metadata ?? {};
-  return JSON.stringify([generation, uid, deletionTimestamp, finalizers]);
+  const { generation, uid, deletionTimestamp } = resource.metadata ?? {};
+  return JSON.stringify([generation, uid, deletionTimestamp]);
 }
