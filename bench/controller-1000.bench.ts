@@ -7,14 +7,13 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
 import {
   CLAIM_GROUP,
   CLAIM_PLURAL,
   CLAIM_VERSION,
   ClaimController,
   KubeClaimReconciler,
-  kubeClients,
+  kubeClientsForUrl,
   parseClaims,
   parseReconcilerConfig,
   Reconciler,
@@ -44,18 +43,15 @@ async function controllerSeconds(work: string): Promise<{ seconds: number; apiWr
       statusSubresource: true,
     },
   ]);
-  const kubeConfig = new KubeConfig();
-  kubeConfig.loadFromOptions({
-    clusters: [{ name: 'fake', server: fake.url, skipTLSVerify: true }],
-    users: [{ name: 'bench', token: 'fake' }],
-    contexts: [{ name: 'fake', cluster: 'fake', user: 'bench' }],
-    currentContext: 'fake',
-  });
   const reconciler = new KubeClaimReconciler({
     config: await configFor(cluster, work),
     maxConnectionsPerInstance: WORKERS,
   });
-  const controller = new ClaimController({ clients: kubeClients(kubeConfig), reconciler, workers: WORKERS });
+  const controller = new ClaimController({
+    clients: kubeClientsForUrl(fake.url),
+    reconciler,
+    workers: WORKERS,
+  });
   try {
     await controller.start();
     const ready = new Set<string>();

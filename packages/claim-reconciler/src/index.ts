@@ -53,7 +53,7 @@ export {
 } from './kubernetes/claim-resource.js';
 export { type ConfigWatch, watchReconcilerConfig } from './kubernetes/config-watch.js';
 export { KubeClaimReconciler, type KubeClaimReconcilerOptions } from './kubernetes/kube-claim-reconciler.js';
-export { type KubeClients, kubeClients } from './kubernetes/kube-clients.js';
+export { type KubeClients, kubeClients, kubeClientsForUrl } from './kubernetes/kube-clients.js';
 export {
   KubeSecretSink,
   MANAGED_BY_LABEL,

@@ -7,7 +7,7 @@ import {
   CoordinationV1Api,
   CoreV1Api,
   CustomObjectsApi,
-  type KubeConfig,
+  KubeConfig,
 } from '@kubernetes/client-node';
 
 /** The typed API groups of one cluster connection. */
@@ -26,6 +26,22 @@ export function kubeClients(config: KubeConfig): KubeClients {
     custom: config.makeApiClient(CustomObjectsApi),
     coordination: config.makeApiClient(CoordinationV1Api),
   };
+}
+
+/**
+ * Clients for an API server reached at a plain URL with no credentials of its own, such as
+ * `kubectl proxy` (`http://127.0.0.1:8001`) or a test's fake API server.
+ */
+export function kubeClientsForUrl(server: string): KubeClients {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    // client-node refuses http:// unless TLS checks are off (there is no TLS to check then).
+    clusters: [{ name: 'direct', server, skipTLSVerify: server.startsWith('http://') }],
+    users: [{ name: 'none' }],
+    contexts: [{ name: 'direct', cluster: 'direct', user: 'none' }],
+    currentContext: 'direct',
+  });
+  return kubeClients(config);
 }
 
 /** HTTP status of an API error, or undefined for anything else (network, bug). */

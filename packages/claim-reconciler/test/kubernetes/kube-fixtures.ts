@@ -2,7 +2,6 @@
  * Controller test helpers: the FAKE API server serving DatabaseClaims, a KubeConfig for the
  * real client pointed at it, claim objects, and a controller wired to the folder adapter.
  */
-import { KubeConfig } from '@kubernetes/client-node';
 import {
   type FakeChange,
   FakeKubeApiServer,
@@ -17,7 +16,7 @@ import {
   KubeClaimReconciler,
   type KubeClaimReconcilerOptions,
 } from '../../src/kubernetes/kube-claim-reconciler.js';
-import { type KubeClients, kubeClients } from '../../src/kubernetes/kube-clients.js';
+import { type KubeClients, kubeClientsForUrl } from '../../src/kubernetes/kube-clients.js';
 
 /** DatabaseClaim as the fake serves it (status subresource, like the CRD in deploy/). */
 export const CLAIM_TYPE: FakeResourceType = {
@@ -35,14 +34,7 @@ export function startFakeApi(): Promise<FakeKubeApiServer> {
 
 /** Clients of the real `@kubernetes/client-node` talking to `fake`. */
 export function clientsFor(fake: FakeKubeApiServer): KubeClients {
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: 'fake', server: fake.url, skipTLSVerify: true }],
-    users: [{ name: 'test', token: 'fake-token' }],
-    contexts: [{ name: 'fake', cluster: 'fake', user: 'test' }],
-    currentContext: 'fake',
-  });
-  return kubeClients(config);
+  return kubeClientsForUrl(fake.url);
 }
 
 /** A DatabaseClaim object. */
