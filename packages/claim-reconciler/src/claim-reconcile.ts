@@ -219,8 +219,9 @@ export async function reconcileClaim(
   const target: InstanceTarget = { label: binding.label, host: binding.host, port: binding.port, fragment };
   const sink = ports.secretFor(claim.namespace, claim.secretName);
   const actions: string[] = [];
-  // Set inside the locked callback; typed wide so the catch below still tests it.
-  let phase = 'provision' as 'provision' | 'rotate';
+  // The plan, once made: a failure after it counts as a failed rotation, before it as a
+  // failed provisioning (the controller's two error metrics).
+  let planned: CredentialPlan | undefined;
   try {
     const master = await context.connections.get(target);
     // One reconciler at a time per claim users on an instance (claimLockName), and one
@@ -256,7 +257,7 @@ export async function reconcileClaim(
         forceRotation,
       });
       if (plan.kind === 'wait') return recordClaimError(context, claim, plan.error, binding.label, actions);
-      if (plan.kind === 'rotate') phase = 'rotate';
+      planned = plan;
       return await applyCredentials(context, {
         claim,
         binding,
@@ -271,7 +272,7 @@ export async function reconcileClaim(
     });
   } catch (error) {
     metrics?.provisioningError();
-    if (phase === 'rotate') metrics?.passwordRotateError();
+    if (planned?.kind === 'rotate') metrics?.passwordRotateError();
     else metrics?.userCreateError();
     return recordClaimError(context, claim, classifyError(error), binding.label, actions);
   }

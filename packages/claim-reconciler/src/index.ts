@@ -3,6 +3,7 @@
  * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
  */
 
+export { deleteClaim } from './claim-deletion.js';
 export type { ClaimReconcile } from './claim-outcome.js';
 export type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 export {
@@ -63,6 +64,7 @@ export {
 export { type LeaderElectionOptions, LeaderElector } from './kubernetes/leader-election.js';
 export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
 export type { ClaimReconcilePort } from './kubernetes/reconcile-port.js';
+export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
 export { formatProblem, type Problem } from './problems.js';
@@ -112,3 +114,4 @@ export {
 } from './secret-publisher.js';
 export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './sql-identifiers.js';
 export type { Step, StepHook } from './steps.js';
+export { UsageIndex } from './usage-index.js';
