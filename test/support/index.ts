@@ -16,6 +16,17 @@ export {
   setPassword,
 } from './app-database.js';
 export { type AppDatabaseSuite, type RotatingDriver, useAppDatabases } from './app-database-suite.js';
+export {
+  CORE_FAKE_TYPES,
+  type FakeChange,
+  FakeKubeApiServer,
+  type FakeResourceType,
+  type FakeWrite,
+  type KubeMetadata,
+  type KubeObject,
+  type WatchEventType,
+} from './fake-kube-apiserver.js';
+export { FakeKubelet } from './fake-kubelet.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { isolatedNodeEnv } from './isolated-env.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';

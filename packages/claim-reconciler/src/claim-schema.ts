@@ -81,7 +81,8 @@ const unusedFields = Object.fromEntries(
   ]),
 );
 
-const specSchema = z.strictObject({
+/** The `spec` of a DatabaseClaim as this reconciler accepts it (the CRD schema is derived from it). */
+export const CLAIM_SPEC_SCHEMA = z.strictObject({
   appId: z.string().optional(),
   secretName: z.string().optional(),
   type: z.string().optional(),
@@ -105,7 +106,7 @@ const documentSchema = z.strictObject({
     name: z.string(),
     namespace: z.string().optional(),
   }),
-  spec: specSchema,
+  spec: CLAIM_SPEC_SCHEMA,
   /** Status written by a Kubernetes controller; ignored, the reconciler keeps its own. */
   status: z.unknown().optional(),
 });

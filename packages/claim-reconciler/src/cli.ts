@@ -11,7 +11,9 @@
  */
 import { readFileSync, watch } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { isSourceError } from 'hotload-core';
 import type { ClaimOutcome } from './claim-outcome.js';
+import { CONTROLLER_USAGE, ControllerUsageError, runControllerCli } from './kubernetes/controller-cli.js';
 import { prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics-server.js';
 import { PreflightError } from './preflight.js';
@@ -25,6 +27,7 @@ const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claim
          [--watch] [--resync-seconds <n>] [--rotate] [--prune] [--max-deletions <n>]
          [--dry-run] [--take-over] [--json] [--concurrency <n>]
          [--metrics-port <port>] [--metrics-host <host>]
+       hotload-claim-reconciler controller --config <file> [...]   (Kubernetes mode: controller --help)
        hotload-claim-reconciler --help | --version
 
   --config           reconciler config (fragment keys, passwordConfig)
@@ -338,6 +341,10 @@ async function serveMetrics(
 }
 
 async function main(): Promise<void> {
+  if (process.argv[2] === 'controller') {
+    process.exitCode = await runController(process.argv.slice(3));
+    return;
+  }
   let request: CliRequest;
   try {
     request = parseCli(process.argv.slice(2));
@@ -356,6 +363,22 @@ async function main(): Promise<void> {
   process.exitCode = options.watch
     ? await runWatch(options, onStep)
     : await runPass(options, options.rotate, onStep);
+}
+
+/** The `controller` command (Kubernetes mode): usage errors exit 2, as for `reconcile`. */
+async function runController(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(CONTROLLER_USAGE);
+    return EXIT_CODES.ok;
+  }
+  try {
+    return await runControllerCli(argv);
+  } catch (error) {
+    if (!(error instanceof ControllerUsageError || error instanceof ConfigError || isSourceError(error)))
+      throw error;
+    console.error(`error: ${error.message}\nrun "hotload-claim-reconciler controller --help" for usage`);
+    return EXIT_CODES.usage;
+  }
 }
 
 main().catch((error: unknown) => {

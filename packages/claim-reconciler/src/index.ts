@@ -35,6 +35,35 @@ export {
   statusPath,
 } from './claim-status.js';
 export { matchFragmentKey } from './fragment-matcher.js';
+export { type ClaimRef, readClaim } from './kubernetes/claim-api.js';
+export {
+  ClaimController,
+  type ClaimControllerOptions,
+  type KeyReconciled,
+} from './kubernetes/claim-controller.js';
+export { claimCustomResourceDefinition } from './kubernetes/claim-crd.js';
+export {
+  CLAIM_FINALIZER,
+  CLAIM_GROUP,
+  CLAIM_PLURAL,
+  CLAIM_VERSION,
+  type ClaimCondition,
+  type ClaimResource,
+  type ClaimResourceStatus,
+  claimFromResource,
+} from './kubernetes/claim-resource.js';
+export { type ConfigWatch, watchReconcilerConfig } from './kubernetes/config-watch.js';
+export { KubeClaimReconciler, type KubeClaimReconcilerOptions } from './kubernetes/kube-claim-reconciler.js';
+export { type KubeClients, kubeClients, kubeClientsForUrl } from './kubernetes/kube-clients.js';
+export {
+  KubeSecretSink,
+  MANAGED_BY_LABEL,
+  PUBLISHED_AT_ANNOTATION,
+  SecretOwnershipError,
+} from './kubernetes/kube-secret-sink.js';
+export { type LeaderElectionOptions, LeaderElector } from './kubernetes/leader-election.js';
+export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
+export type { ClaimReconcilePort } from './kubernetes/reconcile-port.js';
 export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';

@@ -1,6 +1,7 @@
 /**
- * The `/metrics` endpoint of the CLI's `--watch` mode: plain `node:http`, one route, the
- * Prometheus text format of one registry.
+ * The `/metrics` endpoint of the CLI's `--watch` mode: plain `node:http`, the Prometheus
+ * text format of one registry. The controller mode adds `/healthz` and `/readyz` on the
+ * same port (Kubernetes probes): 200 `ok` or 503 with the reason.
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -14,14 +15,34 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** Serves `registry` on `GET /metrics` (everything else: 404). */
+/** A probe: undefined when healthy, else why not (no secret in it). */
+export type HealthCheck = () => string | undefined;
+
+/** Probes served beside `/metrics`. */
+export interface HealthChecks {
+  /** `/healthz`: the process works (a failing liveness probe restarts the pod). */
+  readonly live: HealthCheck;
+  /** `/readyz`: the replica does its job (leads, or stands by ready to take over). */
+  readonly ready: HealthCheck;
+}
+
+/** Serves `registry` on `GET /metrics`, and `health` on `/healthz`, `/readyz` (else 404). */
 export async function startMetricsServer(
   registry: Registry,
   port: number,
   host: string,
+  health?: HealthChecks,
 ): Promise<MetricsServer> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '').split('?')[0];
+    const probe = path === '/healthz' ? health?.live : path === '/readyz' ? health?.ready : undefined;
+    if (request.method === 'GET' && probe) {
+      const problem = probe();
+      response
+        .writeHead(problem === undefined ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(`${problem ?? 'ok'}\n`);
+      return;
+    }
     if (request.method !== 'GET' || path !== '/metrics') {
       response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
       return;

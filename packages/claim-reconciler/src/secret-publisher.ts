@@ -64,6 +64,42 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
   return files;
 }
 
+/**
+ * The credentials a secret's keys hold (`key` reads one key's text), or undefined when a
+ * key is missing or the port is not a number. Shared by the folder and Kubernetes sinks.
+ */
+export function credentialsFromSecret(
+  key: (name: string) => string | undefined,
+): PublishedCredentials | undefined {
+  const [host, port, database, username, password, sslmode] = [
+    'hostname',
+    'port',
+    'database',
+    'username',
+    'password',
+    'sslmode',
+  ].map(key);
+  if (!host || !port || !database || !username || !password || !/^\d+$/.test(port)) return undefined;
+  return {
+    host,
+    port: Number(port),
+    database,
+    username,
+    password,
+    sslmode: (sslmode ?? 'disable') as SslModeSetting,
+  };
+}
+
+/** Whether a secret with `currentCount` keys (`key` reads one) differs from `wanted`. */
+export function secretDiffers(
+  key: (name: string) => string | undefined,
+  currentCount: number,
+  wanted: Readonly<Record<string, string>>,
+): boolean {
+  const keys = Object.keys(wanted);
+  return currentCount !== keys.length || keys.some((name) => key(name) !== wanted[name]);
+}
+
 /** Reads, writes and removes one claim's secret folder: the folder mode's {@link SecretSink}. */
 export class SecretPublisher implements SecretSink {
   readonly #writer: AtomicSecretWriter;
@@ -91,24 +127,7 @@ export class SecretPublisher implements SecretSink {
     } catch {
       return undefined;
     }
-    const text = (key: string) => files[key]?.toString('utf8');
-    const [host, port, database, username, password, sslmode] = [
-      'hostname',
-      'port',
-      'database',
-      'username',
-      'password',
-      'sslmode',
-    ].map(text);
-    if (!host || !port || !database || !username || !password || !/^\d+$/.test(port)) return undefined;
-    return {
-      host,
-      port: Number(port),
-      database,
-      username,
-      password,
-      sslmode: (sslmode ?? 'disable') as SslModeSetting,
-    };
+    return credentialsFromSecret((key) => files[key]?.toString('utf8'));
   }
 
   /** When the current content was published (the `..data` swap), or undefined. */
@@ -144,9 +163,7 @@ export class SecretPublisher implements SecretSink {
     } catch {
       return true;
     }
-    const keys = Object.keys(wanted);
-    if (Object.keys(current).length !== keys.length) return true;
-    return keys.some((key) => current[key]?.toString('utf8') !== wanted[key]);
+    return secretDiffers((key) => current[key]?.toString('utf8'), Object.keys(current).length, wanted);
   }
 
   /** What a publish killed midway left: folders `..data` does not point to. */

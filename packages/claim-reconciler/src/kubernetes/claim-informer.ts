@@ -1,0 +1,154 @@
+/**
+ * Watches DatabaseClaims with client-node's informer (list, then watch from the list's
+ * resourceVersion; a `410 Gone` or an expired watch clears the version so the informer
+ * lists again), in every namespace or in selected ones. What client-node leaves to its
+ * user is here: restarting after any other watch or list failure (with backoff), and a
+ * periodic resync that hands every cached claim to the handler again.
+ */
+import { EventEmitter } from 'node:events';
+import {
+  type Informer,
+  type KubernetesListObject,
+  type KubernetesObject,
+  makeInformer,
+  type ObjectCache,
+} from '@kubernetes/client-node';
+import {
+  CLAIM_GROUP,
+  CLAIM_PLURAL,
+  CLAIM_VERSION,
+  type ClaimResource,
+  resourceKey,
+} from './claim-resource.js';
+import { describeApiError, type KubeClients } from './kube-clients.js';
+
+/** Options of {@link ClaimInformer}. */
+export interface ClaimInformerOptions {
+  /** Namespaces to watch; empty or undefined: all. */
+  readonly namespaces?: readonly string[];
+  /** Every claim is handed over again this often (rotations are found this way too). */
+  readonly resyncMillis: number;
+  /** Delay before restarting a failed watch: doubles from this up to 30 s. */
+  readonly restartBaseMillis?: number;
+}
+
+/** Events: `connect` (a list or watch (re)started), `error` (message; a restart follows). */
+export class ClaimInformer extends EventEmitter {
+  readonly #informers: Array<Informer<KubernetesObject> & ObjectCache<KubernetesObject>>;
+  readonly #options: ClaimInformerOptions;
+  readonly #onKey: (key: string) => void;
+  #resync: NodeJS.Timeout | undefined;
+  readonly #restarts = new Set<NodeJS.Timeout>();
+  #stopped = false;
+  /** Per key: what of the claim a reconcile depends on, to skip status-only updates. */
+  readonly #seen = new Map<string, string>();
+
+  constructor(clients: KubeClients, options: ClaimInformerOptions, onKey: (key: string) => void) {
+    super();
+    this.#options = options;
+    this.#onKey = onKey;
+    const namespaces = options.namespaces?.length ? options.namespaces : [undefined];
+    this.#informers = namespaces.map((namespace) => this.#makeInformer(clients, namespace));
+  }
+
+  /** Lists and starts watching; resolves once every namespace's first list is in. */
+  async start(): Promise<void> {
+    this.#stopped = false;
+    await Promise.all(this.#informers.map((informer) => informer.start()));
+    this.#resync = setInterval(() => {
+      for (const resource of this.list()) this.#onKey(resourceKey(resource.metadata));
+    }, this.#options.resyncMillis);
+    this.#resync.unref();
+  }
+
+  /** Stops every watch and timer. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#resync);
+    for (const timer of this.#restarts) clearTimeout(timer);
+    this.#restarts.clear();
+    await Promise.all(this.#informers.map((informer) => informer.stop()));
+  }
+
+  /** The cached claim `namespace/name`, or undefined. */
+  get(key: string): ClaimResource | undefined {
+    const [namespace, name] = splitKey(key);
+    for (const informer of this.#informers) {
+      const found = informer.get(name, namespace);
+      if (found) return found as unknown as ClaimResource;
+    }
+    return undefined;
+  }
+
+  /** Every cached claim. */
+  list(): ClaimResource[] {
+    return this.#informers.flatMap((informer) => informer.list() as unknown as ClaimResource[]);
+  }
+
+  #makeInformer(clients: KubeClients, namespace: string | undefined) {
+    const base = `/apis/${CLAIM_GROUP}/${CLAIM_VERSION}`;
+    const path = namespace
+      ? `${base}/namespaces/${encodeURIComponent(namespace)}/${CLAIM_PLURAL}`
+      : `${base}/${CLAIM_PLURAL}`;
+    const request = { group: CLAIM_GROUP, version: CLAIM_VERSION, plural: CLAIM_PLURAL };
+    // Custom objects come back as plain JSON lists.
+    const list = async () =>
+      (namespace
+        ? await clients.custom.listNamespacedCustomObject({ ...request, namespace })
+        : await clients.custom.listClusterCustomObject(request)) as KubernetesListObject<KubernetesObject>;
+    const informer = makeInformer<KubernetesObject>(clients.config, path, list);
+    const handle = (resource: KubernetesObject) => this.#onKey(resourceKey(resource.metadata ?? {}));
+    informer.on('add', (resource) => {
+      this.#seen.set(resourceKey(resource.metadata ?? {}), specSignature(resource));
+      handle(resource);
+    });
+    informer.on('update', (resource) => {
+      // Like controller-runtime's GenerationChangedPredicate: our own status writes change
+      // the resourceVersion only, and must not trigger another reconcile.
+      const key = resourceKey(resource.metadata ?? {});
+      const signature = specSignature(resource);
+      if (this.#seen.get(key) === signature) return;
+      this.#seen.set(key, signature);
+      handle(resource);
+    });
+    informer.on('delete', (resource) => {
+      this.#seen.delete(resourceKey(resource.metadata ?? {}));
+      handle(resource);
+    });
+    informer.on('connect', () => this.emit('connect', namespace));
+    let failures = 0;
+    informer.on('connect', () => {
+      failures = 0;
+    });
+    informer.on('error', (error: unknown) => {
+      if (this.#stopped) return;
+      failures++;
+      this.emit(
+        'error',
+        `watching DatabaseClaims${namespace ? ` in ${namespace}` : ''}: ${describeApiError(error)}`,
+      );
+      const delay = Math.min(30_000, (this.#options.restartBaseMillis ?? 500) * 2 ** (failures - 1));
+      const timer = setTimeout(() => {
+        this.#restarts.delete(timer);
+        if (!this.#stopped) informer.start().catch(() => {});
+      }, delay);
+      this.#restarts.add(timer);
+    });
+    return informer;
+  }
+}
+
+function splitKey(key: string): [string, string] {
+  const slash = key.indexOf('/');
+  return [key.slice(0, slash), key.slice(slash + 1)];
+}
+
+/**
+ * Generation, uid and deletion mark: a change in any of them needs a reconcile. Like
+ * controller-runtime's GenerationChangedPredicate, metadata-only changes (our own finalizer,
+ * labels) do not; the periodic resync still catches a finalizer removed by hand.
+ */
+function specSignature(resource: KubernetesObject): string {
+  const { generation, uid, deletionTimestamp } = resource.metadata ?? {};
+  return JSON.stringify([generation, uid, deletionTimestamp]);
+}

@@ -1,0 +1,97 @@
+/**
+ * DatabaseClaim as a Kubernetes resource: where it lives in the API, the shape of its
+ * `status` subresource, and its conversion into the reconciler's validated claim (the same
+ * parser as the folder mode, so both accept exactly the same documents).
+ */
+import { CLAIM_API_VERSION, CLAIM_KIND, type DatabaseClaim, parseClaims } from '../claim-schema.js';
+import type { ClaimStatus } from '../claim-status.js';
+import { formatProblem } from '../problems.js';
+
+/** API group of DatabaseClaim (the database controller's, so existing manifests apply). */
+export const CLAIM_GROUP = 'persistance.atlas.infoblox.com';
+/** API version served. */
+export const CLAIM_VERSION = 'v1';
+/** Resource (plural) name in API paths. */
+export const CLAIM_PLURAL = 'databaseclaims';
+/** Finalizer the controller puts on every claim it manages. */
+export const CLAIM_FINALIZER = 'persistance.atlas.infoblox.com/hotload-claim-reconciler';
+
+/** A standard Kubernetes condition (`metav1.Condition`). */
+export interface ClaimCondition {
+  readonly type: 'Ready' | 'Synced';
+  readonly status: 'True' | 'False' | 'Unknown';
+  readonly reason: string;
+  readonly message: string;
+  readonly lastTransitionTime: string;
+  readonly observedGeneration?: number;
+}
+
+/** Fields of the reconcile state that live only in the controller's bookkeeping. */
+type BookkeepingField = 'claim' | 'namespace' | 'secretName' | 'deleting';
+
+/**
+ * The claim's `status` subresource: every field of the status file (`ClaimStatus`: error,
+ * matchedLabel, binding, activeUser, dbCreatedAt, connectionInfoUpdatedAt, userUpdatedAt,
+ * retired, and the migration state of an online move when there is one), plus conditions
+ * and the generation they describe.
+ */
+export type ClaimResourceStatus = Partial<Omit<ClaimStatus, BookkeepingField>> & {
+  /** Migration state of an online move, when one is under way (shape: the reconcile's). */
+  readonly migration?: unknown;
+  readonly observedGeneration?: number;
+  readonly conditions?: readonly ClaimCondition[];
+};
+
+/** The metadata fields the controller reads and writes. */
+export interface ClaimMetadata {
+  name: string;
+  namespace: string;
+  uid: string;
+  resourceVersion?: string;
+  generation?: number;
+  deletionTimestamp?: string | Date;
+  finalizers?: string[];
+  [field: string]: unknown;
+}
+
+/** A DatabaseClaim object as the API returns it. */
+export interface ClaimResource {
+  apiVersion: string;
+  kind: string;
+  metadata: ClaimMetadata;
+  spec: Record<string, unknown>;
+  status?: ClaimResourceStatus;
+}
+
+/** `namespace/name` of a resource: the work queue key. */
+export function resourceKey(metadata: { namespace?: string; name?: string }): string {
+  return `${metadata.namespace ?? ''}/${metadata.name ?? ''}`;
+}
+
+/**
+ * The Secret a claim writes, without validating the whole claim (other claims' statuses
+ * are read on every reconcile: a full parse of each would make a pass quadratic in parses).
+ */
+export function secretNameOf(resource: ClaimResource): string {
+  const named = resource.spec?.secretName;
+  return typeof named === 'string' ? named : resource.metadata.name;
+}
+
+/** The validated claim, or the validation findings as one message (terminal: fix the claim). */
+export function claimFromResource(
+  resource: ClaimResource,
+): { claim: DatabaseClaim; error?: undefined } | { claim?: undefined; error: string } {
+  const where = `${CLAIM_KIND} ${resourceKey(resource.metadata)}`;
+  const document = {
+    apiVersion: CLAIM_API_VERSION,
+    kind: CLAIM_KIND,
+    metadata: { name: resource.metadata.name, namespace: resource.metadata.namespace },
+    spec: resource.spec ?? {},
+  };
+  // JSON is YAML: the folder mode's parser reads the object unchanged.
+  const { claims, problems } = parseClaims(JSON.stringify(document), where);
+  const errors = problems.filter((problem) => problem.severity === 'error');
+  const claim = claims[0];
+  if (errors.length > 0 || !claim) return { error: errors.map(formatProblem).join('; ') || 'invalid claim' };
+  return { claim };
+}

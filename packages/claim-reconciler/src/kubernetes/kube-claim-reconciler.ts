@@ -1,0 +1,132 @@
+/**
+ * The controller's driver of the per-claim reconcile core: what the folder mode's pass
+ * builds for a whole set of claims (master connections, usage index, conflicts), built
+ * here for one claim from the statuses of every claim the controller knows. Master
+ * connections are kept across reconciles (one pool per instance and login) and closed on
+ * {@link KubeClaimReconciler.close}.
+ */
+import type { ClaimContext } from '../claim-context.js';
+import { deleteClaim } from '../claim-deletion.js';
+import type { ClaimReconcile } from '../claim-outcome.js';
+import type { ClaimPorts } from '../claim-ports.js';
+import { desiredBinding, reconcileClaim, recordClaimError } from '../claim-reconcile.js';
+import type { DatabaseClaim } from '../claim-schema.js';
+import type { Binding } from '../claim-status.js';
+import { instanceId, MasterConnections } from '../master-connection.js';
+import type { ReconcilerMetrics } from '../metrics.js';
+import { terminal } from '../reconcile-result.js';
+import type { ReconcilerConfig } from '../reconciler-config.js';
+import type { StepHook } from '../steps.js';
+import { UsageIndex } from '../usage-index.js';
+import type { ClaimIdentity, ClaimReconcilePort } from './reconcile-port.js';
+
+/** Options of {@link KubeClaimReconciler}. */
+export interface KubeClaimReconcilerOptions {
+  readonly config: ReconcilerConfig;
+  readonly now?: () => Date;
+  readonly onStep?: StepHook;
+  readonly metrics?: ReconcilerMetrics;
+  /** Master connections per instance; default 4. */
+  readonly maxConnectionsPerInstance?: number;
+  /**
+   * The publisher recorded on each claim's base role ({@link DEFAULT_PUBLISHER_ID} by
+   * default): claims a folder-mode output (or another cluster) publishes are refused.
+   */
+  readonly publisherId?: string;
+  /** Record this publisher even where another one is recorded (migrating to the controller). */
+  readonly takeOver?: boolean;
+}
+
+/** Publisher id of the controller unless told otherwise. */
+export const DEFAULT_PUBLISHER_ID = 'kubernetes:hotload-claim-reconciler';
+
+/** {@link ClaimReconcilePort} over `reconcileClaim` / `deleteClaim`. */
+export class KubeClaimReconciler implements ClaimReconcilePort {
+  #options: KubeClaimReconcilerOptions;
+  readonly #connections: MasterConnections;
+
+  constructor(options: KubeClaimReconcilerOptions) {
+    this.#options = options;
+    this.#connections = new MasterConnections(options.maxConnectionsPerInstance ?? 4);
+  }
+
+  get publisherId(): string {
+    return this.#options.publisherId ?? DEFAULT_PUBLISHER_ID;
+  }
+
+  /** Uses a new config (re-read from its ConfigMap) from the next reconcile on. */
+  setConfig(config: ReconcilerConfig): void {
+    this.#options = { ...this.#options, config };
+  }
+
+  async reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile> {
+    const statuses = await ports.statuses.list();
+    const binding = desiredBinding(this.#options.config, claim);
+    const usage = new UsageIndex();
+    for (const status of statuses) {
+      for (const retired of status.retired) usage.add(retired);
+      if (status.claim !== claim.key && status.binding) usage.add(status.binding);
+    }
+    if (binding) usage.add(binding);
+    const context = this.#context(ports, usage);
+    const owner =
+      binding &&
+      statuses.find(
+        (status) => status.claim !== claim.key && status.binding && sameUsers(status.binding, binding),
+      );
+    if (binding && owner)
+      return recordClaimError(
+        context,
+        claim,
+        terminal(
+          `userName "${binding.userName}" on ${instanceId(binding)} is already managed by claim ${owner.claim}`,
+        ),
+        binding.label,
+      );
+    return reconcileClaim(context, claim, false);
+  }
+
+  async finalize(claim: ClaimIdentity, ports: ClaimPorts): Promise<ClaimReconcile> {
+    const statuses = await ports.statuses.list();
+    const own = await ports.statuses.read(claim.namespace, claim.secretName);
+    const sink = ports.secretFor(claim.namespace, claim.secretName);
+    if (!own || own.claim !== claim.key) {
+      // Nothing was ever recorded for this claim: at most a Secret to remove.
+      await sink.remove();
+      return {
+        outcome: { claim: claim.key, result: 'deleted', actions: [], secretDirectory: sink.location },
+      };
+    }
+    const usage = new UsageIndex();
+    for (const status of statuses) {
+      for (const retired of status.retired) usage.add(retired);
+      if (status.binding) usage.add(status.binding);
+    }
+    return deleteClaim(this.#context(ports, usage), own);
+  }
+
+  /** Closes the master connections. */
+  async close(): Promise<void> {
+    await this.#connections.closeAll();
+  }
+
+  #context(ports: ClaimPorts, usage: UsageIndex): ClaimContext {
+    const { config, onStep, metrics, now, takeOver } = this.#options;
+    return {
+      config,
+      connections: this.#connections,
+      usage,
+      ports,
+      onStep,
+      metrics,
+      now: now?.() ?? new Date(),
+      publisher: this.publisherId,
+      takeOver,
+    };
+  }
+}
+
+/** Same login users on the same instance. */
+function sameUsers(a: Binding, b: Binding): boolean {
+  return instanceId(a) === instanceId(b) && a.userName === b.userName;
+}

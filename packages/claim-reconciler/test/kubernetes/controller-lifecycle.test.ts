@@ -1,0 +1,210 @@
+/**
+ * The controller against the FAKE API server and a real PostgreSQL: a claim resource gets a
+ * database, an owned Opaque Secret (the folder mode's keys), status with conditions and
+ * Events; a rotation updates the Secret in place; deletion applies the deletion policy
+ * behind the finalizer.
+ */
+import type { FakeKubeApiServer } from 'hotload-test-support';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseReconcilerConfig } from '../../src/index.js';
+import type { ClaimController } from '../../src/kubernetes/claim-controller.js';
+import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
+import { canLogin, useReconcilerCluster } from '../fixtures.js';
+import {
+  claimObject,
+  claimReady,
+  createReadyClaim,
+  makeController,
+  nextChange,
+  readyStatus,
+  secretData,
+  startFakeApi,
+} from './kube-fixtures.js';
+
+const suite = useReconcilerCluster();
+let fake: FakeKubeApiServer;
+let running: { controller: ClaimController; stop: () => Promise<void> } | undefined;
+let clock = new Date();
+
+beforeAll(async () => {
+  fake = await startFakeApi();
+});
+afterEach(async () => {
+  await running?.stop();
+  running = undefined;
+});
+afterAll(async () => {
+  await fake?.close();
+});
+
+function start(configText = suite.configText): ClaimController {
+  const config = parseReconcilerConfig(configText, suite.configFile);
+  running = makeController(fake, { config, now: () => clock });
+  return running.controller;
+}
+
+describe('a DatabaseClaim resource', () => {
+  it('gets a database, an owned Opaque Secret, status conditions and a Created event', async () => {
+    await start().start();
+    const ready = claimReady(fake, 'orders');
+    const created = fake.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject(
+        'orders',
+        { instanceLabel: 'atlas', userName: 'orders', databaseName: 'orders', secretName: 'orders-db' },
+        'shop',
+      ),
+    );
+    const claim = (await ready).object;
+
+    const secret = fake.get('secrets', 'shop', 'orders-db');
+    expect(secret?.type).toBe('Opaque');
+    expect(secret?.metadata.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'DatabaseClaim',
+        name: 'orders',
+        uid: created.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      }),
+    ]);
+    const data = secretData(secret);
+    expect(Object.keys(data).sort()).toEqual([
+      'database',
+      'dsn.txt',
+      'hostname',
+      'password',
+      'port',
+      'sslmode',
+      'uri_dsn.txt',
+      'username',
+    ]);
+    expect(data.username).toBe('orders_a');
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'orders')).toBe(true);
+
+    expect(claim.metadata.finalizers).toContain(CLAIM_FINALIZER);
+    const status = claim.status as Record<string, unknown>;
+    expect(status).toMatchObject({
+      activeUser: 'orders_a',
+      matchedLabel: 'atlas',
+      error: null,
+      observedGeneration: 1,
+    });
+    expect(status.conditions).toEqual([
+      expect.objectContaining({ type: 'Ready', status: 'True', observedGeneration: 1 }),
+      expect.objectContaining({ type: 'Synced', status: 'True', reason: 'Reconciled' }),
+    ]);
+    const events = fake
+      .list('events')
+      .filter((e) => (e.involvedObject as { name: string }).name === 'orders');
+    expect(events.map((e) => e.reason)).toContain('Created');
+    // Never the password: not in the status, not in an event.
+    expect(JSON.stringify(status)).not.toContain(data.password);
+    expect(JSON.stringify(events)).not.toContain(data.password);
+  });
+
+  it('rotates in place: same Secret object, the other user, the previous password still valid', async () => {
+    const ctl = start();
+    await ctl.start();
+    const before = fake.get('secrets', 'shop', 'orders-db')!;
+    const old = secretData(before);
+    clock = new Date(clock.getTime() + 61 * 60_000);
+    const rotated = nextChange(
+      fake,
+      (c) => c.plural === 'secrets' && c.type === 'MODIFIED' && c.object.metadata.name === 'orders-db',
+    );
+    const event = nextChange(fake, (c) => c.plural === 'events' && c.object.reason === 'Rotated');
+    ctl.enqueueAll();
+    const after = (await rotated).object;
+    expect(after.metadata.uid).toBe(before.metadata.uid);
+    const data = secretData(after);
+    expect(data.username).toBe('orders_b');
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'orders')).toBe(true);
+    expect(await canLogin(suite.cluster, old.username!, old.password!, 'orders')).toBe(true);
+    expect((await event).object.message).toContain('published orders_b');
+  });
+
+  it('an invalid spec gets Ready=False with the field named, and no Secret', async () => {
+    await start().start();
+    const notReady = claimReady(fake, 'broken', 'False');
+    fake.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject('broken', { instanceLabel: 'atlas', userName: 'broken', databaseName: 'postgres' }, 'shop'),
+    );
+    const claim = (await notReady).object;
+    const synced = (claim.status as { conditions: Array<{ type: string; reason: string; message: string }> })
+      .conditions[1]!;
+    expect(synced).toMatchObject({ type: 'Synced', reason: 'InvalidSpec' });
+    expect(synced.message).toContain('spec.databaseName');
+    expect(fake.get('secrets', 'shop', 'broken')).toBeUndefined();
+    fake.delete(CLAIM_PLURAL, 'shop', 'broken');
+  });
+
+  it('a claim edited into an invalid spec is still cleaned up by its recorded policy on deletion', async () => {
+    await start().start();
+    await createReadyClaim(fake, 'shop', 'edited', { deletionPolicy: 'Delete' });
+    const current = fake.get(CLAIM_PLURAL, 'shop', 'edited')!;
+    const invalid = claimReady(fake, 'edited', 'False');
+    fake.update(
+      CLAIM_PLURAL,
+      'shop',
+      'edited',
+      { ...current, spec: { ...(current.spec as object), userName: 'Bad Name' } },
+      undefined,
+    );
+    await invalid;
+    const gone = nextChange(
+      fake,
+      (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'edited',
+    );
+    fake.delete(CLAIM_PLURAL, 'shop', 'edited');
+    await gone;
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['edited']);
+    expect(rows).toHaveLength(0);
+    expect(fake.get('secrets', 'shop', 'edited')).toBeUndefined();
+  });
+
+  it('never overwrites a Secret of that name that the claim does not own', async () => {
+    await start().start();
+    fake.create('secrets', 'shop', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'taken' },
+      data: { keep: 'bWluZQ==' },
+    });
+    const notReady = claimReady(fake, 'intruder', 'False');
+    fake.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject(
+        'intruder',
+        { instanceLabel: 'atlas', userName: 'intruder', databaseName: 'intruder', secretName: 'taken' },
+        'shop',
+      ),
+    );
+    const synced = (
+      (await notReady).object.status as { conditions: Array<{ reason: string; message: string }> }
+    ).conditions[1]!;
+    expect(synced.reason).toBe('ReconcileError');
+    expect(synced.message).toContain('not owned by DatabaseClaim intruder');
+    expect(fake.get('secrets', 'shop', 'taken')?.data).toEqual({ keep: 'bWluZQ==' });
+  });
+
+  it('deletion applies the policy (Delete drops the database) and then removes the finalizer', async () => {
+    await start().start();
+    await createReadyClaim(fake, 'shop', 'gone', { deletionPolicy: 'Delete' });
+    expect(fake.get('secrets', 'shop', 'gone')).toBeDefined();
+    const deleted = nextChange(
+      fake,
+      (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'gone',
+    );
+    fake.delete(CLAIM_PLURAL, 'shop', 'gone');
+    await deleted;
+    expect(fake.get('secrets', 'shop', 'gone')).toBeUndefined();
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['gone']);
+    expect(rows).toHaveLength(0);
+    expect(readyStatus(fake.get(CLAIM_PLURAL, 'shop', 'gone'))).toBeUndefined();
+  });
+});
