@@ -4,9 +4,12 @@
  * database lives so that instance changes and deletions can be handled after the claim
  * itself has changed or disappeared. It never holds a password.
  */
+
+import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Binding } from './binding.js';
+import type { StatusStore } from './claim-ports.js';
 import type { MigrationState } from './migration/migration-state.js';
 import type { StepHook } from './steps.js';
 
@@ -76,12 +79,19 @@ export async function writeStatus(
   const text = `${JSON.stringify(status, null, 2)}\n`;
   const current = await readFile(path, 'utf8').catch(() => undefined);
   if (current === text) return false;
-  const temp = `${path}.tmp`;
+  // A name of its own per write: two reconcilers writing the same status never rename
+  // each other's temp file away.
+  const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
   await step?.({ claim: status.claim, action: 'write-status' });
   await mkdir(dirname(path), { recursive: true });
   await writeFile(temp, text, { mode: 0o600 });
   await step?.({ claim: status.claim, action: 'rename-status' });
-  await rename(temp, path);
+  try {
+    await rename(temp, path);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
   return true;
 }
 
@@ -106,4 +116,25 @@ export async function listStatuses(outputDir: string): Promise<Array<{ path: str
     }
   }
   return found;
+}
+
+/** {@link StatusStore} of the folder mode: status files beside the secret folders. */
+export class FolderStatusStore implements StatusStore {
+  constructor(readonly outputDir: string) {}
+
+  read(namespace: string, secretName: string): Promise<ClaimStatus | undefined> {
+    return readStatus(statusPath(this.outputDir, namespace, secretName));
+  }
+
+  write(status: ClaimStatus, step: StepHook | undefined): Promise<boolean> {
+    return writeStatus(statusPath(this.outputDir, status.namespace, status.secretName), status, step);
+  }
+
+  remove(status: ClaimStatus, step: StepHook | undefined): Promise<void> {
+    return removeStatus(statusPath(this.outputDir, status.namespace, status.secretName), status.claim, step);
+  }
+
+  async list(): Promise<ClaimStatus[]> {
+    return (await listStatuses(this.outputDir)).map(({ status }) => status);
+  }
 }

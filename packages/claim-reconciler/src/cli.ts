@@ -108,9 +108,12 @@ function crashHook(): StepHook | undefined {
   if (!raw) return undefined;
   const crashAt = Number(raw);
   let step = 0;
-  return () => {
+  return ({ action }) => {
     step++;
-    if (step === crashAt) process.kill(process.pid, 'SIGKILL');
+    if (step !== crashAt) return;
+    // Pipes are written synchronously on Linux, so the line is out before the kill.
+    process.stderr.write(`crashing at step ${step}: ${action}\n`);
+    process.kill(process.pid, 'SIGKILL');
   };
 }
 

@@ -2,6 +2,19 @@
  * hotload-claim-reconciler: DatabaseClaim documents → databases, rotating login users and
  * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
  */
+
+export type { ClaimReconcile } from './claim-outcome.js';
+export type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
+export {
+  type ClaimContext,
+  type CredentialObservation,
+  type CredentialPlan,
+  desiredBinding,
+  type LoginTarget,
+  type PlanInput,
+  planCredentials,
+  reconcileClaim,
+} from './claim-reconcile.js';
 export {
   CLAIM_API_VERSION,
   CLAIM_KIND,
@@ -11,7 +24,14 @@ export {
   loadClaimsFromDirectory,
   parseClaims,
 } from './claim-schema.js';
-export { type Binding, type ClaimStatus, readStatus, STATUS_SUFFIX, statusPath } from './claim-status.js';
+export {
+  type Binding,
+  type ClaimStatus,
+  FolderStatusStore,
+  readStatus,
+  STATUS_SUFFIX,
+  statusPath,
+} from './claim-status.js';
 export { matchFragmentKey } from './fragment-matcher.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
@@ -28,6 +48,7 @@ export {
   type ReconcileFilesResult,
   reconcileFiles,
 } from './reconcile-files.js';
+export { type ReconcileError, type ReconcileResult, retryable, terminal } from './reconcile-result.js';
 export {
   type ClaimOutcome,
   type ClaimResult,
@@ -50,8 +71,10 @@ export {
 } from './reconciler-config.js';
 export { VerificationError } from './rotation.js';
 export {
+  folderPorts,
   type PublishedCredentials,
   SECRET_FILE_MODE,
+  SecretPublisher,
   secretDirectory,
   secretFiles,
 } from './secret-publisher.js';

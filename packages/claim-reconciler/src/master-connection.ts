@@ -6,6 +6,9 @@ import pg from 'pg';
 import { type ConnectionParts, pgClientConfig } from './pg-connection.js';
 import { type FragmentKey, readMasterPassword } from './reconciler-config.js';
 
+/** First key of every advisory lock this reconciler takes (the second names the claim users). */
+export const ADVISORY_LOCK_NAMESPACE = 'hotload-claim-reconciler';
+
 /** A PostgreSQL instance as a claim targets it: its fragment key and effective host/port. */
 export interface InstanceTarget {
   /** Fragment key label matched by the claim's `instanceLabel`. */
@@ -80,6 +83,29 @@ export class MasterConnection {
     try {
       return await work(client);
     } finally {
+      await client.end().catch(() => {});
+    }
+  }
+
+  /**
+   * Runs `work` holding the PostgreSQL advisory lock `name` on this instance, so that two
+   * reconcilers (processes, machines) never work on the same claim users at once: the
+   * second waits, then observes what the first did. The lock lives on its own connection
+   * (not a pooled one, so a pass with many claims cannot starve its own queries); if this
+   * process dies the server ends the session and releases the lock.
+   */
+  async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const client = new pg.Client(pgClientConfig({ ...this.#parts, database: 'postgres' }));
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [
+        ADVISORY_LOCK_NAMESPACE,
+        name,
+      ]);
+      return await work();
+    } finally {
+      // Ending the session releases the lock, also when the unlock itself cannot be sent.
       await client.end().catch(() => {});
     }
   }

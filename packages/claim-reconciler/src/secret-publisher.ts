@@ -6,6 +6,8 @@
 import { lstat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
+import type { ClaimPorts, SecretSink } from './claim-ports.js';
+import { FolderStatusStore } from './claim-status.js';
 import type { SslModeSetting } from './reconciler-config.js';
 
 /** Mode of every published file: readable by the owner only. */
@@ -48,17 +50,30 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
   return files;
 }
 
-/** Reads, writes and removes one claim's secret folder. */
-export class SecretPublisher {
+/** Reads, writes and removes one claim's secret folder: the folder mode's {@link SecretSink}. */
+export class SecretPublisher implements SecretSink {
   readonly #writer: AtomicSecretWriter;
+  #swept = false;
 
   constructor(readonly directory: string) {
     this.#writer = new AtomicSecretWriter(directory, { fileMode: SECRET_FILE_MODE });
   }
 
-  /** What the secret holds now, or undefined when there is none or it is incomplete. */
+  get location(): string {
+    return this.directory;
+  }
+
+  /**
+   * What the secret holds now, or undefined when there is none or it is incomplete. The
+   * first read also sweeps what a writer killed mid-publish left (timestamped folders
+   * `..data` does not point to, which may hold a previous password that still works).
+   */
   async read(): Promise<PublishedCredentials | undefined> {
     let files: Record<string, Buffer>;
+    if (!this.#swept) {
+      await this.#writer.sweep();
+      this.#swept = true;
+    }
     try {
       files = await this.#writer.read();
     } catch {
@@ -93,9 +108,18 @@ export class SecretPublisher {
     }
   }
 
-  /** Publishes atomically; resolves false when the content was already exactly this. */
-  async publish(credentials: PublishedCredentials, dsnName: string): Promise<boolean> {
-    const result = await this.#writer.write(secretFiles(credentials, dsnName));
+  /**
+   * Publishes atomically; resolves false when the content was already exactly this. The
+   * writer's inner steps are announced to `onStep` as `publish-secret:<step>`.
+   */
+  async publish(
+    credentials: PublishedCredentials,
+    dsnName: string,
+    onStep?: (action: string) => Promise<void>,
+  ): Promise<boolean> {
+    const result = await this.#writer.write(secretFiles(credentials, dsnName), {
+      onStep: (step) => onStep?.(`publish-secret:${step}`),
+    });
     return result.changed;
   }
 
@@ -117,4 +141,13 @@ export class SecretPublisher {
   async remove(): Promise<void> {
     await rm(this.directory, { recursive: true, force: true });
   }
+}
+
+/** The folder mode's ports: secret folders and status files under `outputDir`. */
+export function folderPorts(outputDir: string): ClaimPorts {
+  return {
+    secretFor: (namespace, secretName) =>
+      new SecretPublisher(secretDirectory(outputDir, namespace, secretName)),
+    statuses: new FolderStatusStore(outputDir),
+  };
 }

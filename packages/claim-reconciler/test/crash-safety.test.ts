@@ -1,9 +1,11 @@
 /**
  * Crash injection: the real CLI is killed with SIGKILL before each state-changing step of
- * provisioning and of rotation (HOTLOAD_RECONCILER_CRASH_AT_STEP=N). Right after the
- * crash the published secret, if any, logs in; a restart converges and its secret logs in.
+ * provisioning and of rotation (HOTLOAD_RECONCILER_CRASH_AT_STEP=N), including the steps
+ * inside a publish (new folder written, `..data` swapped, old folder removed). Right after
+ * the crash the published secret, if any, logs in; a restart converges, its secret logs
+ * in, and no folder besides the one `..data` points to is left (no stale password).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,6 +57,9 @@ async function expectConverged(claims: string, out: string, name: string): Promi
   expect(restart.stderr).toBe('');
   expect(restart.code).toBe(0);
   expect(await secretLogsIn(out, name)).toBe(true);
+  const dir = join(out, 'default', name.replace(/_/g, '-'));
+  const hidden = (await readdir(dir)).filter((entry) => entry.startsWith('..'));
+  expect(hidden.sort()).toEqual(['..data', await readlink(join(dir, '..data'))].sort());
   const status = await readStatus(statusPath(out, 'default', name.replace(/_/g, '-')));
   expect(status?.activeUser).toBe(
     await readFile(join(out, 'default', name.replace(/_/g, '-'), 'username'), 'utf8'),
@@ -71,9 +76,17 @@ async function expectConverged(claims: string, out: string, name: string): Promi
   );
 }
 
+/** The action the CLI was killed before (it names it on stderr as it crashes). */
+function crashedAction(stderr: string): string {
+  return /crashing at step \d+: (.*)/.exec(stderr)?.[1] ?? `(no crash line in: ${stderr})`;
+}
+
+const PUBLISH_STEPS = ['publish-secret:write-files', 'publish-secret:swap-data', 'publish-secret:remove-old'];
+
 describe('crash safety', () => {
   it('converges after a crash at every step of first provisioning', async () => {
     let completedAt: number | undefined;
+    const crashedAt: string[] = [];
     for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
       const name = `crash_p${step}`;
       const claims = await claimsFolder(name);
@@ -85,12 +98,14 @@ describe('crash safety', () => {
         expect(run.code).toBe(0);
         completedAt = step;
       } else {
+        crashedAt.push(crashedAction(run.stderr));
         expect(run.signal).toBe('SIGKILL');
         expect(await secretLogsIn(out, name)).not.toBe(false); // absent, or working
       }
       await expectConverged(claims, out, name);
     }
     expect(completedAt).toBeGreaterThan(8); // every step of provisioning was crashed once
+    expect(crashedAt).toEqual(expect.arrayContaining(['publish-secret', ...PUBLISH_STEPS]));
   });
 
   it('keeps a working secret through a crash at every step of a rotation', async () => {
@@ -101,6 +116,7 @@ describe('crash safety', () => {
       0,
     );
     let completedAt: number | undefined;
+    const crashedAt: string[] = [];
     for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
       const before = await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8');
       const run = await runCli(
@@ -114,11 +130,19 @@ describe('crash safety', () => {
         expect(await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8')).not.toBe(before);
         completedAt = step;
       } else {
+        crashedAt.push(crashedAction(run.stderr));
         expect(run.signal).toBe('SIGKILL');
         expect(await secretLogsIn(out, name)).toBe(true);
       }
       await expectConverged(claims, out, name);
     }
-    expect(completedAt).toBeGreaterThan(2);
+    // Every step of a rotation, the three inside the publish included, was crashed once.
+    expect(crashedAt.map((action) => action.replace(/ crash_rotation_[ab]$/, ''))).toEqual([
+      'set-password',
+      'publish-secret',
+      ...PUBLISH_STEPS,
+      'write-status',
+      'rename-status',
+    ]);
   });
 });

@@ -131,7 +131,15 @@ describe('provisioning a claim', () => {
     const { result, steps } = await reconcileRecordingSteps();
 
     expect(result.outcomes).toMatchObject([{ result: 'rotated', activeUser: 'orders_user_b' }]);
-    expect(steps).toEqual(['set-password orders_user_b', 'publish-secret', 'write-status', 'rename-status']);
+    expect(steps).toEqual([
+      'set-password orders_user_b',
+      'publish-secret',
+      'publish-secret:write-files',
+      'publish-secret:swap-data',
+      'publish-secret:remove-old',
+      'write-status',
+      'rename-status',
+    ]);
     const after = await readSecret(secretDir());
     expect(after.username).toBe('orders_user_b');
     expect(after.password).not.toBe(before.password);

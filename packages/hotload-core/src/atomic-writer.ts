@@ -41,6 +41,19 @@ export interface AtomicWriteResult {
   swappedAt: number | undefined;
 }
 
+/**
+ * A step inside one write, announced before it happens (crash tests kill the process at
+ * each): `write-files` (into the new timestamped folder), `swap-data` (the `..data`
+ * rename), `remove-old` (removing dropped keys and the previous folder).
+ */
+export type AtomicWriteStep = 'write-files' | 'swap-data' | 'remove-old';
+
+/** Options of one {@link AtomicSecretWriter.write}. */
+export interface AtomicWriteOptions {
+  /** Called before each {@link AtomicWriteStep}; may be async. */
+  onStep?: (step: AtomicWriteStep) => void | Promise<void>;
+}
+
 export interface AtomicSecretWriterOptions {
   /** Mode for files whose entry gives none. Default 0o600 (secrets readable by their owner only). */
   fileMode?: number;
@@ -62,8 +75,15 @@ export interface AtomicSecretWriterOptions {
  * 6. remove the user-visible symlinks of keys no longer in the payload;
  * 7. remove the old timestamped folder.
  *
+ * A process killed between (3) and (7) leaves a timestamped folder that `..data` does not
+ * point to: half written, or a whole copy of the previous secret whose credentials may
+ * still work. Like the kubelet, every write first sweeps such folders (and a leftover
+ * `..data_tmp`); {@link sweep} does it on demand, e.g. when a writer starts.
+ *
  * Writes through one instance are serialized. Different instances (or processes) writing
- * the same directory are not coordinated, exactly as with the kubelet.
+ * the same directory are not coordinated, exactly as with the kubelet: a sweep removes
+ * another writer's folder in progress, so callers keep one writer per directory at a
+ * time (the claim reconciler holds a per-claim lock).
  */
 export class AtomicSecretWriter {
   readonly targetDir: string;
@@ -81,10 +101,10 @@ export class AtomicSecretWriter {
    * Publishes `payload` atomically; the directory is created if needed. Resolves when the
    * swap is done, telling whether anything changed. Errors name paths, never contents.
    */
-  write(payload: SecretPayload): Promise<AtomicWriteResult> {
+  write(payload: SecretPayload, options: AtomicWriteOptions = {}): Promise<AtomicWriteResult> {
     const run = this.queue.then(
-      () => this.writeNow(payload),
-      () => this.writeNow(payload),
+      () => this.writeNow(payload, options),
+      () => this.writeNow(payload, options),
     );
     this.queue = run.catch(() => undefined);
     return run;
@@ -110,10 +130,44 @@ export class AtomicSecretWriter {
     }
   }
 
-  private async writeNow(payload: SecretPayload): Promise<AtomicWriteResult> {
+  /**
+   * Removes timestamped folders that `..data` does not point to and a leftover
+   * `..data_tmp`: what a writer killed mid-write leaves. Resolves the names removed.
+   * Serialized with writes through this instance.
+   */
+  sweep(): Promise<string[]> {
+    const run = this.queue.then(
+      () => this.sweepNow(),
+      () => this.sweepNow(),
+    );
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async sweepNow(): Promise<string[]> {
+    let entries: string[];
+    try {
+      entries = await readdir(this.targetDir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const current = await this.currentDataDir();
+    const stale = entries.filter(
+      (name) => name.startsWith('..') && name !== DATA_DIR_NAME && name !== current,
+    );
+    for (const name of stale) await rm(join(this.targetDir, name), { recursive: true, force: true });
+    return stale;
+  }
+
+  private async writeNow(payload: SecretPayload, options: AtomicWriteOptions): Promise<AtomicWriteResult> {
+    const step = async (name: AtomicWriteStep) => {
+      await options.onStep?.(name);
+    };
     // (1)
     const clean = validatePayload(payload, this.defaultMode);
     await mkdir(this.targetDir, { recursive: true });
+    await this.sweepNow();
 
     // (2)
     const dataDirPath = join(this.targetDir, DATA_DIR_NAME);
@@ -133,6 +187,7 @@ export class AtomicSecretWriter {
     }
 
     // (3)
+    await step('write-files');
     const tsDir = await mkdtemp(join(this.targetDir, timestampPrefix(this.now())));
     let swappedAt: number | undefined;
     await chmod(tsDir, 0o755);
@@ -157,6 +212,7 @@ export class AtomicSecretWriter {
       }
 
       // (5)
+      await step('swap-data');
       const newDataDirPath = join(this.targetDir, NEW_DATA_DIR_NAME);
       await rm(newDataDirPath, { force: true });
       await symlink(tsDir.slice(this.targetDir.length + 1), newDataDirPath);
@@ -173,6 +229,7 @@ export class AtomicSecretWriter {
     }
 
     // (6) only top-level entries are symlinks in the visible directory
+    await step('remove-old');
     for (const p of pathsToRemove) {
       if (p.includes(sep)) continue;
       await rm(join(this.targetDir, p), { force: true });

@@ -2,7 +2,9 @@
 export {
   AtomicSecretWriter,
   type AtomicSecretWriterOptions,
+  type AtomicWriteOptions,
   type AtomicWriteResult,
+  type AtomicWriteStep,
   DATA_DIR_NAME,
   type SecretFile,
   type SecretPayload,

@@ -1,4 +1,4 @@
-import { lstat, readdir, readFile, readlink, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, readlink, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AtomicSecretWriter, DATA_DIR_NAME, writeSecretAtomically } from '../src/index.js';
@@ -121,5 +121,52 @@ describe('AtomicSecretWriter', () => {
     await w.write({ a: '2' });
     expect(await readFile(join(dir, 'a'), 'utf8')).toBe('2');
     expect(await readFile(join(dir, 'stray'), 'utf8')).toBe('not ours');
+  });
+
+  it('announces the steps inside a write: write-files, swap-data, remove-old', async () => {
+    const w = new AtomicSecretWriter(dir);
+    const steps: string[] = [];
+    await w.write({ a: '1' }, { onStep: (step) => void steps.push(step) });
+    expect(steps).toEqual(['write-files', 'swap-data', 'remove-old']);
+  });
+
+  it('sweeps folders ..data does not point to (left by a writer stopped mid-write) on the next write', async () => {
+    const w = new AtomicSecretWriter(dir);
+    await w.write({ password: 'first' });
+    // Stopped after the swap, before removing the old folder: a whole copy of the old secret stays.
+    const stop = new Error('stopped');
+    await expect(
+      w.write(
+        { password: 'second' },
+        {
+          onStep: (step) => {
+            if (step === 'remove-old') throw stop;
+          },
+        },
+      ),
+    ).rejects.toBe(stop);
+    // Stopped after writing the new folder, before the swap (a kill leaves it; a throw cleans it).
+    const halfWritten = join(dir, '..2020_01_01_00_00_00.half');
+    await mkdir(halfWritten);
+    await writeFile(join(halfWritten, 'password'), 'half');
+    await symlink('..2020_01_01_00_00_00.half', join(dir, '..data_tmp'));
+    expect((await readdir(dir)).filter((e) => TS_DIR.test(e))).toHaveLength(3);
+
+    await w.write({ password: 'third' });
+    const left = (await readdir(dir)).filter((e) => e.startsWith('..'));
+    expect(left.sort()).toEqual([DATA_DIR_NAME, await readlink(join(dir, DATA_DIR_NAME))].sort());
+    expect(await readFile(join(dir, 'password'), 'utf8')).toBe('third');
+  });
+
+  it('sweep() removes stale folders without a write and keeps the current one', async () => {
+    const w = new AtomicSecretWriter(dir);
+    await w.write({ password: 'p' });
+    const current = await readlink(join(dir, DATA_DIR_NAME));
+    await mkdir(join(dir, '..2020_01_01_00_00_00.stale'));
+    expect(await w.sweep()).toEqual(['..2020_01_01_00_00_00.stale']);
+    expect((await readdir(dir)).filter((e) => e.startsWith('..')).sort()).toEqual(
+      [DATA_DIR_NAME, current].sort(),
+    );
+    expect(await readFile(join(dir, 'password'), 'utf8')).toBe('p');
   });
 });

@@ -1,0 +1,93 @@
+/**
+ * The deletion policy of bindings a claim no longer uses (an instance change, or the claim
+ * is gone). `Delete` drops a database (and then the roles) only when no other binding uses
+ * it and this reconciler created it; a drop that fails (sessions still connected) stays
+ * pending for the next pass.
+ */
+import type { ClaimContext } from './claim-context.js';
+import type { Binding } from './claim-status.js';
+import { errorMessage } from './error-message.js';
+import { instanceId } from './master-connection.js';
+import { claimNames, Provisioner } from './provisioner.js';
+
+/** Bindings still waiting (their clean-up failed) and why. */
+export interface CleanUpResult {
+  readonly bindings: Binding[];
+  readonly errors: string[];
+}
+
+/** Applies the deletion policy to `bindings`, recording each action in `actions`. */
+export async function cleanUpBindings(
+  context: ClaimContext,
+  claimKey: string,
+  bindings: readonly Binding[],
+  actions: string[],
+): Promise<CleanUpResult> {
+  const pending: Binding[] = [];
+  const errors: string[] = [];
+  for (const binding of bindings) {
+    const where = `${instanceId(binding)}/${binding.databaseName}`;
+    context.usage.remove(binding);
+    if (binding.deletionPolicy === 'Orphan') {
+      actions.push(`left ${where} in place (Orphan)`);
+      continue;
+    }
+    try {
+      await dropBinding(context, claimKey, binding, actions);
+    } catch (error) {
+      context.usage.add(binding);
+      pending.push(binding);
+      errors.push(`clean-up of ${where} pending: ${errorMessage(error)}`);
+    }
+  }
+  return { bindings: pending, errors };
+}
+
+async function dropBinding(
+  context: ClaimContext,
+  claimKey: string,
+  binding: Binding,
+  actions: string[],
+): Promise<void> {
+  const { usage } = context;
+  const where = `${instanceId(binding)}/${binding.databaseName}`;
+  const fragment = context.config.fragmentKeys.get(binding.label);
+  if (!fragment) throw new Error(`fragment key ${binding.label} is no longer configured`);
+  const master = await context.connections.get({
+    label: binding.label,
+    host: binding.host,
+    port: binding.port,
+    fragment,
+  });
+  const provisioner = Provisioner.create(
+    master,
+    claimNames(binding.userName, binding.databaseName),
+    claimKey,
+    context.onStep,
+  );
+  let databaseLeft = usage.databaseInUse(binding);
+  if (databaseLeft) {
+    actions.push(`kept ${where}: another claim uses it`);
+  } else if ((await provisioner.dropDatabase()) === 'not-ours') {
+    // Pre-existing (or someone else's) database this claim was only granted access to.
+    databaseLeft = true;
+    actions.push(`left database ${where} in place: not created by this reconciler`);
+  } else {
+    actions.push(`dropped database ${where}`);
+  }
+  if (databaseLeft && !usage.databaseInUse(binding) && !usage.rolesInUse(binding)) {
+    // The roles hold privileges (and maybe objects) in the database that stays.
+    actions.push(
+      `left roles ${binding.userName}, ${binding.userName}_a, ${binding.userName}_b on ${instanceId(binding)} in place: they hold privileges in ${binding.databaseName}`,
+    );
+  }
+  if (!databaseLeft && !usage.rolesInUse(binding)) {
+    const { dropped, kept } = await provisioner.dropRoles();
+    if (dropped.length > 0) actions.push(`dropped roles ${dropped.join(', ')} on ${instanceId(binding)}`);
+    if (kept.length > 0) {
+      actions.push(
+        `left roles ${kept.join(', ')} on ${instanceId(binding)} in place: not created by this reconciler`,
+      );
+    }
+  }
+}

@@ -1,0 +1,21 @@
+import type { ClaimPorts } from './claim-ports.js';
+import type { MasterConnections } from './master-connection.js';
+import type { ReconcilerMetrics } from './metrics.js';
+import type { ReconcilerConfig } from './reconciler-config.js';
+import type { StepHook } from './steps.js';
+import type { UsageIndex } from './usage-index.js';
+
+/** What reconciling (or deleting) one claim needs from its driver, shared across a pass. */
+export interface ClaimContext {
+  readonly config: ReconcilerConfig;
+  /** Master connections, one pool per instance and login, opened on demand. */
+  readonly connections: MasterConnections;
+  /** Which databases and role sets bindings still use (a `Delete` drops nothing in use). */
+  readonly usage: UsageIndex;
+  /** Where secrets are published and statuses kept. */
+  readonly ports: ClaimPorts;
+  /** Announced before every state-changing step (crash tests, dry runs). */
+  readonly onStep?: StepHook;
+  readonly metrics?: ReconcilerMetrics;
+  readonly now: Date;
+}

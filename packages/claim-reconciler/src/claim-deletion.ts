@@ -1,0 +1,76 @@
+/**
+ * A claim that is gone: remove its secret, apply its deletion policy to every binding it
+ * had, then remove its status. A clean-up that fails keeps the status (`deleting`) so the
+ * next pass retries it.
+ */
+import { cleanUpBindings } from './binding-cleanup.js';
+import type { ClaimContext } from './claim-context.js';
+import type { ClaimReconcile } from './claim-outcome.js';
+import { claimLockName } from './claim-reconcile.js';
+import type { ClaimStatus } from './claim-status.js';
+import { errorMessage } from './error-message.js';
+import { retryable } from './reconcile-result.js';
+
+/**
+ * Deletes what the claim of `status` left behind, holding the claim's advisory lock (as
+ * {@link reconcileClaim} does) and re-reading the status under it: another reconciler may
+ * have finished the deletion meanwhile. Never throws.
+ */
+export async function deleteClaim(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
+  const binding = status.binding ?? status.retired[0];
+  const fragment = binding && context.config.fragmentKeys.get(binding.label);
+  if (!binding || !fragment) return deleteUnlocked(context, status);
+  try {
+    const master = await context.connections.get({ ...binding, fragment });
+    return await master.withAdvisoryLock(claimLockName(binding.userName), async () => {
+      const current = await context.ports.statuses.read(status.namespace, status.secretName);
+      if (!current || current.claim !== status.claim) {
+        const location = context.ports.secretFor(status.namespace, status.secretName).location;
+        return {
+          outcome: { claim: status.claim, result: 'deleted', actions: [], secretDirectory: location },
+        };
+      }
+      return deleteUnlocked(context, current);
+    });
+  } catch (error) {
+    const message = errorMessage(error);
+    const location = context.ports.secretFor(status.namespace, status.secretName).location;
+    return {
+      outcome: {
+        claim: status.claim,
+        result: 'error',
+        actions: [],
+        error: message,
+        secretDirectory: location,
+      },
+      error: retryable(message),
+    };
+  }
+}
+
+async function deleteUnlocked(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
+  const { onStep, ports } = context;
+  const sink = ports.secretFor(status.namespace, status.secretName);
+  const actions: string[] = [];
+  const base = { claim: status.claim, actions, secretDirectory: sink.location };
+  try {
+    await onStep?.({ claim: status.claim, action: 'remove-secret' });
+    await sink.remove();
+    actions.push('removed secret');
+    const bindings = status.binding ? [status.binding, ...status.retired] : [...status.retired];
+    const remaining = await cleanUpBindings(context, status.claim, bindings, actions);
+    if (remaining.bindings.length === 0) {
+      await ports.statuses.remove(status, onStep);
+      return { outcome: { ...base, result: 'deleted' } };
+    }
+    const error = remaining.errors.join('; ');
+    await ports.statuses.write(
+      { ...status, binding: null, activeUser: null, retired: remaining.bindings, deleting: true, error },
+      onStep,
+    );
+    return { outcome: { ...base, result: 'deletion-pending', error }, error: retryable(error) };
+  } catch (error) {
+    const message = errorMessage(error);
+    return { outcome: { ...base, result: 'error', error: message }, error: retryable(message) };
+  }
+}
