@@ -23,13 +23,14 @@
  *   Kubernetes controller passes a Secret writer.
  * - The status is stored through {@link StatusStore} (`ports.statuses`): a status file in
  *   folder mode; a controller would write the claim's status subresource.
- * - A migration step (an instance change that copies data) hooks in where the plan says
- *   `moved`: it runs before the new secret is published, with the old binding retired
- *   only after it (see `cleanUpBindings`).
+ * - An instance change (the secret points at a location the claim no longer wants) goes
+ *   to {@link reconcileMigration} before any plan: the data moves by an online migration,
+ *   which publishes the target itself at cutover and retires the source afterwards.
  */
 
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
+import { reconcileMigration } from './claim-migration.js';
 import type { ClaimOutcome, ClaimReconcile, ClaimResult } from './claim-outcome.js';
 import type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
@@ -234,6 +235,16 @@ export async function reconcileClaim(
         sslmode: fragment.sslmode,
       };
       const observed = await observeCredentials(sink, ports.statuses, claim, login, names);
+      const moving = await reconcileMigration(context, {
+        claim,
+        binding,
+        sink,
+        status: observed.status,
+        published: observed.published,
+        actions,
+        fail: (error) => recordClaimError(context, claim, error, binding.label, actions),
+      });
+      if (moving) return moving;
       const plan = planCredentials({
         names,
         login,
@@ -334,6 +345,8 @@ async function applyCredentials(context: ClaimContext, input: ApplyInput): Promi
     userUpdatedAt,
     retired: remaining.bindings,
     deleting: false,
+    // The last migration's record stays until the next one starts.
+    ...(status?.migration ? { migration: status.migration } : {}),
   };
   if ((await context.ports.statuses.write(next, onStep)) && result === 'unchanged') result = 'updated';
   const outcome: ClaimOutcome = {
