@@ -117,13 +117,9 @@ class ClaimMigration {
         );
       }
       context.metrics?.migrationCompleted?.();
-      context.usage.add(final.source);
-      const remaining = await cleanUpBindings(
-        context,
-        input.claim.key,
-        [...this.#status.retired, final.source],
-        input.actions,
-      );
+      // The source was recorded in `retired` with the `done` state (see save): a run killed
+      // during its clean-up leaves it there for the next pass.
+      const remaining = await cleanUpBindings(context, input.claim.key, this.#status.retired, input.actions);
       const error = remaining.errors.length > 0 ? remaining.errors.join('; ') : null;
       await this.write({ ...this.#status, retired: remaining.bindings, error });
       return this.outcome('moved', 'done', error ?? undefined);
@@ -212,7 +208,13 @@ class ClaimMigration {
   private async save(state: MigrationState): Promise<void> {
     this.#state = state;
     this.context.metrics?.migrationLag?.(this.input.claim.key, state.lagBytes, state.lagSeconds);
-    await this.write({ ...this.#status, error: state.error ?? state.conflict });
+    let { retired } = this.#status;
+    if (state.migrating === 'done' && !retired.some((b) => sameDatabase(b, state.source))) {
+      // Recorded in the same write as `done`, so no crash loses track of the source.
+      retired = [...retired, state.source];
+      this.context.usage.add(state.source);
+    }
+    await this.write({ ...this.#status, retired, error: state.error ?? state.conflict });
   }
 
   private async write(status: ClaimStatus): Promise<void> {

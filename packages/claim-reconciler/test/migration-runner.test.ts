@@ -7,7 +7,7 @@
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MigrationRefusedError } from '../src/migration/migration-errors.js';
+import { MigrationRefusedError, ReplicationConflictError } from '../src/migration/migration-errors.js';
 import { type MigrationState, newMigration } from '../src/migration/migration-state.js';
 import {
   type DatabaseSession,
@@ -185,6 +185,46 @@ describe('online migration state machine', () => {
       'drop-publication',
       'drop-replication-login',
     ]);
+  });
+
+  it('reports a replication conflict and keeps the source and its slot until it is resolved', async () => {
+    const name = 'conflict_app';
+    await Promise.all([prepare(a, name), prepare(b, name)]);
+    await withDatabase(a, name, (c) =>
+      c.query(`SET ROLE ${name}; CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'a')`),
+    );
+    const hooks = new RecordingHooks();
+    const ends = endpoints(a, b, name);
+    const options = { drainGraceMillis: 1000, conflictGraceMillis: 300, waitMillis: 10_000 };
+    const initial = newMigration({
+      source: binding(a, name),
+      target: binding(b, name),
+      replicationName: 'hotload_mig_conflict',
+      manualCutover: true,
+      now: new Date(),
+    });
+    const streaming = await runMigration(initial, ends, hooks, options);
+    expect(streaming.migrating).toBe('streaming');
+    // A write that reached the target directly collides with one replicated from the source.
+    await withDatabase(b, name, (c) => c.query(`INSERT INTO t VALUES (2, 'target')`));
+    await withDatabase(a, name, (c) => c.query(`INSERT INTO t VALUES (2, 'source')`));
+    hooks.cutoverApproved = true;
+    const blocked = runMigration(streaming, ends, hooks, options);
+    await expect(blocked).rejects.toBeInstanceOf(ReplicationConflictError);
+    await expect(blocked).rejects.toThrow(/replication conflict on the target \(.*apply_error_count=\d+/);
+    const saved = hooks.saved.at(-1)!;
+    expect(saved.conflict).toMatch(/source and its replication slot are kept/);
+    expect(await replicationObjects(name)).toMatchObject({ slots: 1, pubs: 1, subs: 1 });
+
+    // Resolved by hand on the target: the move completes with the source's row.
+    await withDatabase(b, name, (c) => c.query('DELETE FROM t WHERE id = 2'));
+    const done = await runMigration(saved, ends, hooks, options);
+    expect(done).toMatchObject({ migrating: 'done', conflict: null });
+    expect((await withDatabase(b, name, (c) => c.query('SELECT id, v FROM t ORDER BY id'))).rows).toEqual([
+      { id: 1, v: 'a' },
+      { id: 2, v: 'source' },
+    ]);
+    expect(await replicationObjects(name)).toEqual({ slots: 0, pubs: 0, subs: 0, logins: 0 });
   });
 
   it('refuses a source without wal_level=logical, naming the setting, and creates nothing', async () => {

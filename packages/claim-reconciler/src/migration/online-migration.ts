@@ -207,11 +207,16 @@ class MigrationPass {
           settings.drainGraceMillis,
           this.step,
         );
-        const finalLsn = await finalWalPosition(source);
-        const final = { ...state, finalLsn, sessionsTerminated: drained.terminated };
-        const reading = await this.waitFor(link, final, () => false, finalLsn);
-        const progressed = { ...final, ...progressFields(reading.progress) };
-        if (!reading.reached) return pause(progressed);
+        // The subscription is dropped only after the target confirmed the final position:
+        // a run killed while removing the link has nothing left to wait for.
+        let progressed: MigrationState = { ...state, sessionsTerminated: drained.terminated };
+        if (await link.hasSubscription(target)) {
+          const finalLsn = await finalWalPosition(source);
+          const final = { ...progressed, finalLsn };
+          const reading = await this.waitFor(link, final, () => false, finalLsn);
+          progressed = { ...final, ...progressFields(reading.progress) };
+          if (!reading.reached) return pause(progressed);
+        }
         await advanceSequences(source, target, 0, this.step);
         await link.remove(source, target);
         if (state.canarySecret) await hooks.removeCanary();
