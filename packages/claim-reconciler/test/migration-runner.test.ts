@@ -24,7 +24,8 @@ let plain: PostgresCluster;
 beforeAll(async () => {
   [a, b, plain] = await Promise.all([
     startCluster({ settings: { wal_level: 'logical' } }),
-    startCluster({ settings: { wal_level: 'logical' } }),
+    // A failing change is retried every wal_retrieve_retry_interval (5 s by default).
+    startCluster({ settings: { wal_level: 'logical', wal_retrieve_retry_interval: '200ms' } }),
     startCluster(),
   ]);
 });

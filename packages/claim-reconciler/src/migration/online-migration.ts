@@ -236,8 +236,9 @@ class MigrationPass {
 
   /**
    * Polls the link until `goal` holds (or, with `lsn`, until the target confirmed it), for
-   * at most `waitMillis`. Apply errors that persist longer than `conflictGraceMillis` are a
-   * conflict: saved in the state and thrown, with the source and the slot left in place.
+   * at most `waitMillis`. Apply errors that keep coming for `conflictGraceMillis` without
+   * the goal being reached are a conflict: saved in the state and thrown, with the source
+   * and the slot left in place.
    */
   private async waitFor(
     link: ReplicationLink,
@@ -247,18 +248,22 @@ class MigrationPass {
   ): Promise<{ reached: boolean; progress: ReplicationProgress }> {
     const { settings } = this;
     const deadline = Date.now() + settings.waitMillis;
-    let erringSince: number | undefined;
+    // The counters are cumulative (an error fixed long ago still counts), so a conflict is
+    // errors that keep coming: the apply worker retries a failing change every
+    // wal_retrieve_retry_interval, and each retry adds one.
+    let errorsSeen: number | undefined;
+    let conflictSince: number | undefined;
     for (;;) {
       const progress = await readReplicationProgress(this.source, this.target, link.name);
       const reached = lsn ? await confirmedPosition(this.source, link.name, lsn) : goal(progress);
       if (reached) return { reached, progress };
-      if (Object.keys(progress.errors).length > 0) {
-        erringSince ??= Date.now();
-        if (Date.now() - erringSince >= settings.conflictGraceMillis) {
-          const conflict = `replication conflict on the target (${describeErrors(progress.errors)}); the source and its replication slot are kept until it is resolved (see the target server log)`;
-          await this.hooks.save({ ...state, ...progressFields(progress), conflict, error: conflict });
-          throw new ReplicationConflictError(conflict);
-        }
+      const errors = Object.values(progress.errors).reduce((sum, n) => sum + n, 0);
+      if (errorsSeen !== undefined && errors > errorsSeen) conflictSince ??= Date.now();
+      errorsSeen = errors;
+      if (conflictSince !== undefined && Date.now() - conflictSince >= settings.conflictGraceMillis) {
+        const conflict = `replication conflict on the target (${describeErrors(progress.errors)}); the source and its replication slot are kept until it is resolved (see the target server log)`;
+        await this.hooks.save({ ...state, ...progressFields(progress), conflict, error: conflict });
+        throw new ReplicationConflictError(conflict);
       }
       if (Date.now() >= deadline) return { reached: false, progress };
       await new Promise((resolve) => setTimeout(resolve, settings.pollMillis));
