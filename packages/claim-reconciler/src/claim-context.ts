@@ -21,4 +21,8 @@ export interface ClaimContext {
   /** Tunables of online migrations (instance changes). */
   readonly migration?: MigrationOptions;
   readonly now: Date;
+  /** This driver's publisher id ({@link ClaimPorts.publisherId}), recorded on each claim. */
+  readonly publisher?: string;
+  /** Record `publisher` even where another one is recorded (that output is gone for good). */
+  readonly takeOver?: boolean;
 }

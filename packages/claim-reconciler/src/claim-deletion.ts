@@ -6,10 +6,12 @@
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
 import type { ClaimReconcile } from './claim-outcome.js';
+import type { SecretSink } from './claim-ports.js';
 import { claimLockName } from './claim-reconcile.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
 import { retryable } from './reconcile-result.js';
+import { performStep } from './steps.js';
 
 /**
  * Deletes what the claim of `status` left behind, holding the claim's advisory lock (as
@@ -19,7 +21,7 @@ import { retryable } from './reconcile-result.js';
 export async function deleteClaim(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
   const binding = status.binding ?? status.retired[0];
   const fragment = binding && context.config.fragmentKeys.get(binding.label);
-  if (!binding || !fragment) return deleteUnlocked(context, status);
+  if (!binding || !fragment) return deleteHoldingSecretLock(context, status);
   try {
     const master = await context.connections.get({ ...binding, fragment });
     return await master.withAdvisoryLock(claimLockName(binding.userName), async () => {
@@ -30,7 +32,7 @@ export async function deleteClaim(context: ClaimContext, status: ClaimStatus): P
           outcome: { claim: status.claim, result: 'deleted', actions: [], secretDirectory: location },
         };
       }
-      return deleteUnlocked(context, current);
+      return deleteHoldingSecretLock(context, current);
     });
   } catch (error) {
     const message = errorMessage(error);
@@ -48,14 +50,21 @@ export async function deleteClaim(context: ClaimContext, status: ClaimStatus): P
   }
 }
 
-async function deleteUnlocked(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
+async function deleteHoldingSecretLock(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
+  const sink = context.ports.secretFor(status.namespace, status.secretName);
+  return sink.lock(() => deleteLocked(context, status, sink));
+}
+
+async function deleteLocked(
+  context: ClaimContext,
+  status: ClaimStatus,
+  sink: SecretSink,
+): Promise<ClaimReconcile> {
   const { onStep, ports } = context;
-  const sink = ports.secretFor(status.namespace, status.secretName);
   const actions: string[] = [];
   const base = { claim: status.claim, actions, secretDirectory: sink.location };
   try {
-    await onStep?.({ claim: status.claim, action: 'remove-secret' });
-    await sink.remove();
+    if (await performStep(onStep, { claim: status.claim, action: 'remove-secret' })) await sink.remove();
     actions.push('removed secret');
     const bindings = status.binding ? [status.binding, ...status.retired] : [...status.retired];
     const remaining = await cleanUpBindings(context, status.claim, bindings, actions);

@@ -11,6 +11,8 @@ export type ClaimResult =
   | 'unchanged'
   | 'deleted'
   | 'deletion-pending'
+  /** The claim is gone but the pass did not delete it (no `--prune`, or over the limit). */
+  | 'not-pruned'
   | 'error';
 
 /** The outcome of one claim in a pass. Never holds a password. */

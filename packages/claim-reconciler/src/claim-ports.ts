@@ -27,8 +27,17 @@ export interface SecretSink {
     dsnName: string,
     onStep?: (action: string) => Promise<void>,
   ): Promise<boolean>;
+  /** Leftovers of a publish that was killed midway (names), empty when none. */
+  stale(): Promise<string[]>;
+  /** Removes those leftovers. */
+  sweep(): Promise<void>;
   /** Removes the secret. */
   remove(): Promise<void>;
+  /**
+   * Runs `work` as the only writer of this secret (a lock file beside a folder; a
+   * Kubernetes writer may rely on resourceVersion instead and just run it).
+   */
+  lock<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /** Where claim statuses are kept (today `<out>/<namespace>/<secret>.status.json`). */
@@ -47,4 +56,10 @@ export interface StatusStore {
 export interface ClaimPorts {
   secretFor(namespace: string, secretName: string): SecretSink;
   readonly statuses: StatusStore;
+  /**
+   * Who publishes (an output folder's id; a controller would name its cluster). Recorded on
+   * each claim's base role: a claim already published by another publisher is refused.
+   * Resolved once per pass; creating it is a step (a dry run skips it).
+   */
+  publisherId(step: StepHook | undefined): Promise<string>;
 }

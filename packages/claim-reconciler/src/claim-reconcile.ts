@@ -45,6 +45,7 @@ import type { PasswordSettings, ReconcilerConfig, SslModeSetting } from './recon
 import { inactiveUser, passwordSetAt, rotationReason, setVerifiedPassword } from './rotation.js';
 import type { PublishedCredentials } from './secret-publisher.js';
 import { UnsafeIdentifierError } from './sql-identifiers.js';
+import { performStep } from './steps.js';
 
 export type { ClaimContext, ClaimPorts, SecretSink, StatusStore };
 
@@ -214,12 +215,15 @@ export async function reconcileClaim(
   let phase = 'provision' as 'provision' | 'rotate';
   try {
     const master = await context.connections.get(target);
-    // One reconciler at a time per claim users on an instance (see claimLockName).
-    return await master.withAdvisoryLock(claimLockName(claim.userName), async () => {
+    // One reconciler at a time per claim users on an instance (claimLockName), and one
+    // writer at a time per secret (the sink's lock).
+    const locked = <T>(work: () => Promise<T>) =>
+      master.withAdvisoryLock(claimLockName(claim.userName), () => sink.lock(work));
+    return await locked(async () => {
       const started = performance.now();
       const names = claimNames(claim.userName, claim.databaseName);
       const provisioner = Provisioner.create(master, names, claim.key, context.onStep);
-      const ensured = await provisioner.ensure();
+      const ensured = await provisioner.ensure({ publisher: context.publisher, takeOver: context.takeOver });
       if (ensured.databaseCreated) {
         actions.push(`created database ${names.database}`);
         metrics?.databaseCreated?.();
@@ -301,11 +305,20 @@ async function applyCredentials(context: ClaimContext, input: ApplyInput): Promi
   const announce = async (action: string) => {
     await onStep?.({ claim: claim.key, action });
   };
+  const publish = async (credentials: PublishedCredentials) => {
+    if (await performStep(onStep, { claim: claim.key, action: 'publish-secret' }))
+      await sink.publish(credentials, claim.dsnName, announce);
+  };
+  // A publish killed midway may have left a whole copy of an earlier secret: remove it.
+  if (
+    (await sink.stale()).length > 0 &&
+    (await performStep(onStep, { claim: claim.key, action: 'sweep-secret' }))
+  )
+    await sink.sweep();
   if (plan.kind === 'rotate') {
     const rotationStarted = performance.now();
     const password = await setVerifiedPassword(provisioner, plan.user, config.password, login);
-    await onStep?.({ claim: claim.key, action: 'publish-secret' });
-    await sink.publish({ ...login, username: plan.user, password }, claim.dsnName, announce);
+    await publish({ ...login, username: plan.user, password });
     actions.push(`${plan.reason}: published ${plan.user}`);
     activeUser = plan.user;
     userUpdatedAt = now.toISOString();
@@ -318,8 +331,7 @@ async function applyCredentials(context: ClaimContext, input: ApplyInput): Promi
     setAt = passwordSetAt(status, published!.username, observed.publishedAt);
     if (plan.kind === 'republish') {
       // Same credentials, but the set of keys differs (e.g. a new dsnName).
-      await onStep?.({ claim: claim.key, action: 'publish-secret' });
-      await sink.publish(published!, claim.dsnName, announce);
+      await publish(published!);
       actions.push('republished secret keys');
       connectionInfoUpdatedAt = now.toISOString();
       result = 'updated';

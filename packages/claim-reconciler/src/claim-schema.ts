@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { STATUS_SUFFIX } from './claim-status.js';
-import { type Problem, problemsFromZod } from './problems.js';
+import { type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import {
   assertSafeIdentifier,
   assertSafeRoleName,
@@ -31,23 +31,39 @@ export type DeletionPolicy = 'Delete' | 'Orphan';
 const USER_SUFFIX_BYTES = 2;
 /** Secret keys the reconciler writes itself; `dsnName` must not collide with them. */
 const FIXED_SECRET_KEYS = ['hostname', 'port', 'database', 'username', 'password', 'sslmode', 'uri_dsn.txt'];
-/** CRD fields that parse but are not acted on here (cloud provisioning, storage, ...). */
+/**
+ * CRD fields that parse but are not acted on here, and change nothing about the database
+ * or users this reconciler makes (cloud instance shape and storage, labels, maintenance):
+ * accepted with a warning.
+ */
 const ACCEPTED_UNUSED_SPEC_FIELDS = [
   'shape',
   'minStorageGB',
   'maxStorageGB',
   'tags',
-  'dbVersion',
   'class',
-  'enableReplicationRole',
-  'enableSuperUser',
-  'useExistingSource',
-  'sourceDataFrom',
-  'restoreFrom',
   'backupPolicy',
   'preferredMaintenanceWindow',
   'reclaimPolicy',
 ] as const;
+
+/**
+ * CRD fields that would change the outcome (which data the database holds, which powers a
+ * role has, which server version runs it) and that this reconciler does not implement:
+ * a claim setting one is refused, naming the field, rather than silently given something
+ * else (an empty database for `useExistingSource`). The one place to lift a refusal when a
+ * field gets implemented. An unset, `false` or empty value asks for nothing and passes.
+ */
+export const REFUSED_SPEC_FIELDS: Readonly<Record<string, string>> = {
+  useExistingSource: 'reusing an existing database is not supported: the claim would get an empty database',
+  sourceDataFrom:
+    'copying data from another database is not supported: the claim would get an empty database',
+  restoreFrom: 'restoring from a backup is not supported: the claim would get an empty database',
+  enableReplicationRole: 'replication roles are not created by this reconciler',
+  enableSuperUser: 'superuser roles are never created by this reconciler',
+  dbVersion:
+    'the database is created on the configured instance, whatever its version; a version cannot be chosen',
+};
 
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -59,7 +75,10 @@ const portSchema = z
   .union([z.number().int(), z.string().regex(/^\d{1,5}$/, 'must be a port number')])
   .transform(Number);
 const unusedFields = Object.fromEntries(
-  ACCEPTED_UNUSED_SPEC_FIELDS.map((key) => [key, z.unknown().optional()]),
+  [...ACCEPTED_UNUSED_SPEC_FIELDS, ...Object.keys(REFUSED_SPEC_FIELDS)].map((key) => [
+    key,
+    z.unknown().optional(),
+  ]),
 );
 
 const specSchema = z.strictObject({
@@ -150,7 +169,7 @@ export function parseClaims(text: string, file: string): LoadedClaims {
         severity: 'error',
         file,
         path: where,
-        message: `invalid YAML: ${document.errors[0]?.message}`,
+        message: yamlErrorText(document.errors[0]?.message),
       });
       return;
     }
@@ -305,9 +324,13 @@ function buildClaim(
   const deletionPolicy = parseDeletionPolicy(spec.deletionPolicy ?? spec.deletePolicy, (message) =>
     report('spec.deletionPolicy', message),
   );
+  for (const [field, reason] of Object.entries(REFUSED_SPEC_FIELDS)) {
+    if (asksForSomething((spec as Record<string, unknown>)[field]))
+      report(`spec.${field}`, `is not supported: ${reason}`);
+  }
   for (const field of ACCEPTED_UNUSED_SPEC_FIELDS) {
     if ((spec as Record<string, unknown>)[field] !== undefined)
-      report(`spec.${field}`, 'accepted but not used by this reconciler', 'warning');
+      report(`spec.${field}`, 'is accepted but not used by this reconciler', 'warning');
   }
   if (databaseName === undefined) return undefined;
   return {
@@ -327,6 +350,14 @@ function buildClaim(
     ...(spec.cutover ? { cutover: spec.cutover } : {}),
     ...(spec.cutoverApproved !== undefined ? { cutoverApproved: spec.cutoverApproved } : {}),
   };
+}
+
+/** Whether a field's value asks for anything: not unset, `false`, `""`, `{}` or `[]`. */
+function asksForSomething(value: unknown): boolean {
+  if (value === undefined || value === null || value === false || value === '') return false;
+  if (Array.isArray(value)) return value.length > 0;
+  if (typeof value === 'object') return Object.keys(value).length > 0;
+  return true;
 }
 
 /** `Delete`/`Orphan`, any case. */

@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import type { Binding } from './binding.js';
 import type { StatusStore } from './claim-ports.js';
 import type { MigrationState } from './migration/migration-state.js';
-import type { StepHook } from './steps.js';
+import { performStep, type StepHook } from './steps.js';
 
 export type { Binding } from './binding.js';
 
@@ -82,7 +82,7 @@ export async function writeStatus(
   // A name of its own per write: two reconcilers writing the same status never rename
   // each other's temp file away.
   const temp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  await step?.({ claim: status.claim, action: 'write-status' });
+  if (!(await performStep(step, { claim: status.claim, action: 'write-status' }))) return true;
   await mkdir(dirname(path), { recursive: true });
   await writeFile(temp, text, { mode: 0o600 });
   await step?.({ claim: status.claim, action: 'rename-status' });
@@ -97,8 +97,7 @@ export async function writeStatus(
 
 /** Removes a status file (the last step of a deletion). */
 export async function removeStatus(path: string, claim: string, step: StepHook | undefined): Promise<void> {
-  await step?.({ claim, action: 'remove-status' });
-  await rm(path, { force: true });
+  if (await performStep(step, { claim, action: 'remove-status' })) await rm(path, { force: true });
 }
 
 /** Every status file under `outputDir` (`<namespace>/<secretName>.status.json`). */

@@ -9,33 +9,47 @@
  * `HOTLOAD_RECONCILER_CRASH_AT_STEP=N` kills the process with SIGKILL just before the N-th
  * state-changing step (1-based): the crash-safety tests use it.
  */
-import { watch } from 'node:fs';
+import { readFileSync, watch } from 'node:fs';
 import { parseArgs } from 'node:util';
+import type { ClaimOutcome } from './claim-outcome.js';
 import { prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 import { type MetricsServer, startMetricsServer } from './metrics-server.js';
+import { PreflightError } from './preflight.js';
 import { formatProblem } from './problems.js';
 import { EXIT_CODES, type ReconcileFilesResult, reconcileFiles } from './reconcile-files.js';
-import type { ClaimOutcome } from './reconciler.js';
+import { DEFAULT_MAX_DELETIONS } from './reconciler.js';
 import { ConfigError } from './reconciler-config.js';
-import type { StepHook } from './steps.js';
+import type { Step, StepHook } from './steps.js';
 
 const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claims <dir> --out <dir>
-         [--watch] [--resync-seconds <n>] [--rotate] [--json] [--concurrency <n>]
+         [--watch] [--resync-seconds <n>] [--rotate] [--prune] [--max-deletions <n>]
+         [--dry-run] [--take-over] [--json] [--concurrency <n>]
          [--metrics-port <port>] [--metrics-host <host>]
+       hotload-claim-reconciler --help | --version
 
   --config           reconciler config (fragment keys, passwordConfig)
   --claims           folder of DatabaseClaim YAML files (searched recursively)
   --out              output folder: <out>/<namespace>/<secretName>/ and <secretName>.status.json
   --watch            keep running: reconcile on claim changes and every --resync-seconds
   --resync-seconds   period of full passes in watch mode (rotations are checked then); default 60
-  --rotate           rotate every claim's password now (first pass only in watch mode)
+  --rotate           rotate the password of every claim in --claims now (first pass only in watch mode)
+  --prune            delete what claims absent from --claims left behind: their secret and, under
+                     deletionPolicy Delete, their database and users. Without it nothing is deleted
+  --max-deletions    with --prune: the most claims one pass may delete; a pass that would delete
+                     more deletes none and fails; default 1
+  --dry-run          print every step a pass would take (SQL writes, publishes, status writes,
+                     deletions) and take none of them
+  --take-over        publish claims whose users another --out folder published (that folder
+                     is gone for good); without it such claims are refused
   --json             machine-readable output: one JSON object per pass
   --concurrency      claims reconciled in parallel; default 8
   --metrics-port     with --watch: serve Prometheus metrics on http://<host>:<port>/metrics
                      (needs the prom-client package; 0 picks a free port, printed on stderr)
   --metrics-host     address the metrics endpoint listens on; default 0.0.0.0
+  -h, --help         print this help
+  --version          print the version
 
-exit codes: 0 all claims reconciled, 1 some claim failed, 2 bad usage or config`;
+exit codes: 0 all claims reconciled, 1 some claim failed, 2 bad usage or config (nothing was changed)`;
 
 interface CliOptions {
   configFile: string;
@@ -44,63 +58,116 @@ interface CliOptions {
   watch: boolean;
   resyncSeconds: number;
   rotate: boolean;
+  prune: boolean;
+  maxDeletions: number;
+  dryRun: boolean;
+  takeOver: boolean;
   json: boolean;
   concurrency: number;
   metricsPort: number | undefined;
   metricsHost: string;
 }
 
-function parseCli(argv: string[]): CliOptions {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      config: { type: 'string' },
-      claims: { type: 'string' },
-      out: { type: 'string' },
-      watch: { type: 'boolean', default: false },
-      'resync-seconds': { type: 'string', default: '60' },
-      rotate: { type: 'boolean', default: false },
-      json: { type: 'boolean', default: false },
-      concurrency: { type: 'string', default: '8' },
-      'metrics-port': { type: 'string' },
-      'metrics-host': { type: 'string', default: '0.0.0.0' },
-      help: { type: 'boolean', default: false },
-    },
-  });
-  if (values.help) {
-    console.log(USAGE);
-    process.exit(EXIT_CODES.ok);
+/** What the command line asks for: a reconcile, or help/version printed. */
+type CliRequest = { kind: 'reconcile'; options: CliOptions } | { kind: 'print'; text: string };
+
+function parseCli(argv: string[]): CliRequest {
+  let parsed: ReturnType<
+    typeof parseArgs<{ args: string[]; allowPositionals: true; options: typeof OPTIONS }>
+  >;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: OPTIONS });
+  } catch (error) {
+    // node's own message ("Unknown option '--x'. To specify a positional argument ...") trimmed to its first sentence.
+    throw new UsageError((error as Error).message.split('. ')[0]!);
   }
+  const { values, positionals } = parsed;
+  if (values.help) return { kind: 'print', text: USAGE };
+  if (values.version) return { kind: 'print', text: packageVersion() };
   if (positionals.length !== 1 || positionals[0] !== 'reconcile')
-    throw new UsageError('expected the command "reconcile"');
+    throw new UsageError(
+      positionals.length === 0
+        ? 'expected the command "reconcile"'
+        : `unknown command "${positionals.join(' ')}"`,
+    );
   if (!values.config || !values.claims || !values.out)
     throw new UsageError('--config, --claims and --out are required');
-  const resyncSeconds = Number(values['resync-seconds']);
-  const concurrency = Number(values.concurrency);
-  if (!Number.isInteger(resyncSeconds) || resyncSeconds < 1)
-    throw new UsageError('--resync-seconds must be a whole number >= 1');
-  if (!Number.isInteger(concurrency) || concurrency < 1)
-    throw new UsageError('--concurrency must be a whole number >= 1');
+  const resyncSeconds = wholeNumber(values['resync-seconds'], '--resync-seconds', 1);
+  const concurrency = wholeNumber(values.concurrency, '--concurrency', 1);
+  const maxDeletions = wholeNumber(values['max-deletions'], '--max-deletions', 0);
   const metricsPort = values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']);
   if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535))
     throw new UsageError('--metrics-port must be a port number (0-65535)');
   if (metricsPort !== undefined && !values.watch) throw new UsageError('--metrics-port needs --watch');
+  if (values['max-deletions'] !== String(DEFAULT_MAX_DELETIONS) && !values.prune)
+    throw new UsageError('--max-deletions needs --prune');
+  if (values['dry-run'] && values.watch)
+    throw new UsageError('--dry-run runs one pass; it cannot be used with --watch');
   return {
-    configFile: values.config,
-    claimsDir: values.claims,
-    outputDir: values.out,
-    watch: values.watch,
-    resyncSeconds,
-    rotate: values.rotate,
-    json: values.json,
-    concurrency,
-    metricsPort,
-    metricsHost: values['metrics-host'],
+    kind: 'reconcile',
+    options: {
+      configFile: values.config,
+      claimsDir: values.claims,
+      outputDir: values.out,
+      watch: values.watch,
+      resyncSeconds,
+      rotate: values.rotate,
+      prune: values.prune,
+      maxDeletions,
+      dryRun: values['dry-run'],
+      takeOver: values['take-over'],
+      json: values.json,
+      concurrency,
+      metricsPort,
+      metricsHost: values['metrics-host'],
+    },
   };
 }
 
+const OPTIONS = {
+  config: { type: 'string' },
+  claims: { type: 'string' },
+  out: { type: 'string' },
+  watch: { type: 'boolean', default: false },
+  'resync-seconds': { type: 'string', default: '60' },
+  rotate: { type: 'boolean', default: false },
+  prune: { type: 'boolean', default: false },
+  'max-deletions': { type: 'string', default: String(DEFAULT_MAX_DELETIONS) },
+  'dry-run': { type: 'boolean', default: false },
+  'take-over': { type: 'boolean', default: false },
+  json: { type: 'boolean', default: false },
+  concurrency: { type: 'string', default: '8' },
+  'metrics-port': { type: 'string' },
+  'metrics-host': { type: 'string', default: '0.0.0.0' },
+  help: { type: 'boolean', short: 'h', default: false },
+  version: { type: 'boolean', default: false },
+} as const;
+
+function wholeNumber(text: string, flag: string, min: number): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < min) throw new UsageError(`${flag} must be a whole number >= ${min}`);
+  return value;
+}
+
 class UsageError extends Error {}
+
+/** This package's version (package.json sits one folder above both src/ and dist/). */
+function packageVersion(): string {
+  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
+
+/**
+ * The `--dry-run` hook: prints each step (or collects it for `--json`) and skips it, so the
+ * reconcile goes on as if it had happened and every later step is printed too.
+ */
+function dryRunHook(json: boolean, collected: Step[]): StepHook {
+  return (step) => {
+    if (json) collected.push(step);
+    else console.log(`would ${step.action} (${step.claim})`);
+    return 'skip';
+  };
+}
 
 /** The crash switch of the crash-safety tests, or undefined. */
 function crashHook(): StepHook | undefined {
@@ -117,19 +184,28 @@ function crashHook(): StepHook | undefined {
   };
 }
 
+/** `✓ default/app: rotated (…)`, `✗ default/app: <error>`; an error is said once. */
 function printOutcome(outcome: ClaimOutcome): void {
-  const mark = outcome.result === 'error' || outcome.result === 'deletion-pending' ? '✗' : '✓';
-  const detail = [...outcome.actions, ...(outcome.error ? [`error: ${outcome.error}`] : [])].join('; ');
-  console.log(`${mark} ${outcome.claim}: ${outcome.result}${detail ? ` (${detail})` : ''}`);
+  const { claim, result, actions, error } = outcome;
+  if (result === 'error') {
+    console.log(
+      `✗ ${claim}: ${error ?? 'failed'}${actions.length > 0 ? ` (done first: ${actions.join('; ')})` : ''}`,
+    );
+    return;
+  }
+  const mark = error !== undefined ? '✗' : result === 'not-pruned' ? '!' : '✓';
+  const detail = [...actions, ...(error ? [error] : [])].join('; ');
+  console.log(`${mark} ${claim}: ${result}${detail ? ` (${detail})` : ''}`);
 }
 
-function printSummary(result: ReconcileFilesResult, seconds: number): void {
+function printSummary(result: ReconcileFilesResult, seconds: number, dryRun: boolean): void {
   const counts = new Map<string, number>();
   for (const outcome of result.outcomes) counts.set(outcome.result, (counts.get(outcome.result) ?? 0) + 1);
   const parts = [...counts].map(([result, n]) => `${n} ${result}`);
   const invalid = result.problems.filter((p) => p.severity === 'error').length;
   if (invalid > 0) parts.push(`${invalid} validation error${invalid === 1 ? '' : 's'}`);
   if (result.deletionsSkipped) parts.push('deletions skipped (unreadable claim documents)');
+  if (dryRun) parts.push('dry run: nothing was changed');
   console.log(
     `${result.outcomes.length} claim(s): ${parts.join(', ') || 'nothing to do'} in ${seconds.toFixed(2)} s`,
   );
@@ -142,40 +218,50 @@ async function runPass(
   metrics?: ReconcilerMetrics,
 ): Promise<number> {
   const started = performance.now();
+  const planned: Step[] = [];
   try {
     const result = await reconcileFiles({
       configFile: options.configFile,
       claimsDir: options.claimsDir,
       outputDir: options.outputDir,
       rotate,
+      prune: options.prune,
+      maxDeletions: options.maxDeletions,
+      dryRun: options.dryRun,
+      takeOver: options.takeOver,
       concurrency: options.concurrency,
-      onStep,
+      onStep: options.dryRun ? dryRunHook(options.json, planned) : onStep,
       metrics,
       onOutcome: options.json ? undefined : printOutcome,
     });
     const seconds = (performance.now() - started) / 1000;
     if (options.json) {
-      console.log(JSON.stringify({ ...result, seconds }));
+      console.log(JSON.stringify({ ...result, ...(options.dryRun ? { dryRun: planned } : {}), seconds }));
     } else {
       for (const problem of result.problems) console.log(formatProblem(problem));
-      printSummary(result, seconds);
+      printSummary(result, seconds, options.dryRun);
     }
     return result.exitCode;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const usage = error instanceof ConfigError || (error as NodeJS.ErrnoException).code === 'ENOENT';
-    if (options.json)
-      console.log(
-        JSON.stringify({ exitCode: usage ? EXIT_CODES.usage : EXIT_CODES.claimErrors, error: message }),
-      );
+    const usage = error instanceof ConfigError || error instanceof PreflightError;
+    const exitCode = usage ? EXIT_CODES.usage : EXIT_CODES.claimErrors;
+    if (options.json) console.log(JSON.stringify({ exitCode, error: message }));
     else console.error(`error: ${message}`);
-    return usage ? EXIT_CODES.usage : EXIT_CODES.claimErrors;
+    return exitCode;
   }
 }
 
 /** Watch mode: passes are serialized; changes during a pass trigger one more pass. */
 async function runWatch(options: CliOptions, onStep: StepHook | undefined): Promise<number> {
-  const endpoint = options.metricsPort === undefined ? undefined : await serveMetrics(options);
+  let endpoint: Awaited<ReturnType<typeof serveMetrics>> | undefined;
+  try {
+    endpoint = options.metricsPort === undefined ? undefined : await serveMetrics(options);
+  } catch (error) {
+    if (!(error instanceof PreflightError)) throw error;
+    console.error(`error: ${error.message}`);
+    return EXIT_CODES.usage;
+  }
   let running: Promise<unknown> | undefined;
   let again = false;
   let rotate = options.rotate;
@@ -232,7 +318,13 @@ async function runWatch(options: CliOptions, onStep: StepHook | undefined): Prom
 async function serveMetrics(
   options: CliOptions,
 ): Promise<{ metrics: ReconcilerMetrics; server: MetricsServer }> {
-  const client = await import('prom-client');
+  const client = await import('prom-client').catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new PreflightError(
+      'hotload-claim-reconciler: --metrics-port was given but the optional peer dependency prom-client ' +
+        'is not installed (npm install prom-client)',
+    );
+  });
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const metrics = prometheusMetrics(client, registry);
@@ -242,14 +334,20 @@ async function serveMetrics(
 }
 
 async function main(): Promise<void> {
-  let options: CliOptions;
+  let request: CliRequest;
   try {
-    options = parseCli(process.argv.slice(2));
+    request = parseCli(process.argv.slice(2));
   } catch (error) {
-    console.error(`error: ${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`error: ${error.message}\nrun "hotload-claim-reconciler --help" for usage`);
     process.exitCode = EXIT_CODES.usage;
     return;
   }
+  if (request.kind === 'print') {
+    console.log(request.text);
+    return;
+  }
+  const { options } = request;
   const onStep = crashHook();
   process.exitCode = options.watch
     ? await runWatch(options, onStep)

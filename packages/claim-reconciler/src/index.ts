@@ -11,6 +11,7 @@ export {
   type CredentialPlan,
   desiredBinding,
   type LoginTarget,
+  nextRotationInMillis,
   type PlanInput,
   planCredentials,
   reconcileClaim,
@@ -41,7 +42,9 @@ export {
   claimNames,
   MANAGED_ROLE_MARKER,
   ProvisioningConflictError,
+  publisherComment,
 } from './provisioner.js';
+export { folderPublisherId, PUBLISHER_ID_FILE } from './publisher-id.js';
 export {
   EXIT_CODES,
   type ReconcileFilesOptions,

@@ -50,7 +50,27 @@ export class MasterConnection {
 
   /** Runs one statement on the `postgres` database. */
   async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.#pool.query<R>(text, values);
+    return this.#pool.query<R>(text, values).catch((error: unknown) => {
+      throw this.#named(error);
+    });
+  }
+
+  /**
+   * A connection-level failure (network, login, server shutting down or out of
+   * connections) named with the fragment key, host and user, so an operator knows which
+   * master login broke; SQL errors pass unchanged (callers test their SQLSTATE).
+   */
+  #named(error: unknown): unknown {
+    const code = (error as { code?: unknown }).code;
+    const connectionLevel =
+      typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|28|53|57)/.test(code);
+    if (!connectionLevel || !(error instanceof Error)) return error;
+    const { label, fragment } = this.target;
+    const named = new Error(
+      `fragment key ${label} (${fragment.username}@${instanceId(this.target)}): ${error.message}`,
+      { cause: error },
+    );
+    return Object.assign(named, { code });
   }
 
   /**
@@ -58,7 +78,9 @@ export class MasterConnection {
    * none (a client killed before COMMIT leaves nothing behind, the server rolls back).
    */
   async transaction(statements: readonly string[]): Promise<void> {
-    const client = await this.#pool.connect();
+    const client = await this.#pool.connect().catch((error: unknown) => {
+      throw this.#named(error);
+    });
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -79,7 +101,9 @@ export class MasterConnection {
   async inDatabase<T>(database: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
     const client = new pg.Client(pgClientConfig({ ...this.#parts, database }));
     client.on('error', () => {});
-    await client.connect();
+    await client.connect().catch((error: unknown) => {
+      throw this.#named(error);
+    });
     try {
       return await work(client);
     } finally {
@@ -97,7 +121,9 @@ export class MasterConnection {
   async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
     const client = new pg.Client(pgClientConfig({ ...this.#parts, database: 'postgres' }));
     client.on('error', () => {});
-    await client.connect();
+    await client.connect().catch((error: unknown) => {
+      throw this.#named(error);
+    });
     try {
       await client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [
         ADVISORY_LOCK_NAMESPACE,
@@ -116,7 +142,7 @@ export class MasterConnection {
   }
 }
 
-/** Opens master connections on demand, one per instance and login, and closes them all. */
+/** Opens master connections on demand, one per fragment key and instance, and closes them all. */
 export class MasterConnections {
   readonly #open = new Map<string, Promise<MasterConnection>>();
 
@@ -124,7 +150,9 @@ export class MasterConnections {
 
   /** The connection for `target`, reading the master password on first use. */
   get(target: InstanceTarget): Promise<MasterConnection> {
-    const key = `${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
+    // Per fragment key, even when two keys share user, host and sslmode: each logs in with
+    // its own password file, so a wrong one is found rather than hidden by the other's.
+    const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
     let connection = this.#open.get(key);
     if (!connection) {
       connection = readMasterPassword(target.fragment).then(

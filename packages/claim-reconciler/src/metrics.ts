@@ -75,6 +75,7 @@ export const CLAIM_STATES: readonly ClaimResult[] = [
   'unchanged',
   'deleted',
   'deletion-pending',
+  'not-pruned',
   'error',
 ];
 

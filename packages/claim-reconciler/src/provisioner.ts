@@ -6,7 +6,7 @@
 import type { MasterConnection } from './master-connection.js';
 import { scramSha256Verifier } from './scram-verifier.js';
 import { quoteIdentifier, quoteLiteral } from './sql-identifiers.js';
-import type { StepHook } from './steps.js';
+import { performStep, type StepHook } from './steps.js';
 
 /** SQLSTATE codes treated as "someone (an earlier, crashed run) already did it". */
 const DUPLICATE_DATABASE = '42P04';
@@ -25,6 +25,21 @@ function alreadyExists(error: unknown, code: string): boolean {
  * any other existing role is refused, so writing a claim cannot take over someone's role.
  */
 export const MANAGED_ROLE_MARKER = 'managed by hotload-claim-reconciler';
+
+/**
+ * The base role's comment also names the one publisher of the claim's secret (an output
+ * folder, later a Kubernetes Secret): `<marker>; publisher <id>`. A second publisher (a
+ * second --out) would set a fresh password on a user the first one publishes, so it is
+ * refused (see {@link EnsureOptions.publisher}).
+ */
+export function publisherComment(publisher: string): string {
+  return `${MANAGED_ROLE_MARKER}; publisher ${publisher}`;
+}
+
+/** SQL: whether the comment `expression` carries the marker ($marker is its parameter). */
+function managedSql(expression: string, marker: string): string {
+  return `COALESCE(${expression} = ${marker} OR starts_with(${expression}, ${marker} || '; '), false)`;
+}
 
 /** The database and role names a claim owns. */
 export interface ClaimNames {
@@ -60,6 +75,8 @@ export interface ObservedRole {
   readonly actsAsBase: boolean;
   /** The role carries {@link MANAGED_ROLE_MARKER}: this reconciler created it. */
   readonly managed: boolean;
+  /** The publisher its comment names ({@link publisherComment}); base role only. */
+  readonly publisher: string | undefined;
 }
 
 /** What {@link Provisioner.dropRoles} did. */
@@ -74,6 +91,17 @@ export interface DropRolesResult {
  * `not-ours` (its owner is not a role this reconciler created, so it was left in place).
  */
 export type DropDatabaseResult = 'dropped' | 'absent' | 'not-ours';
+
+/** Options of {@link Provisioner.ensure}. */
+export interface EnsureOptions {
+  /**
+   * Who publishes the claim's secret. Recorded on the base role; a base role that names
+   * another publisher is refused, unless `takeOver`.
+   */
+  readonly publisher?: string;
+  /** Record `publisher` even over another one (its folder is gone for good). */
+  readonly takeOver?: boolean;
+}
 
 /** What {@link Provisioner.ensure} changed. */
 export interface EnsureResult {
@@ -91,7 +119,8 @@ export class Provisioner {
   constructor(
     private readonly master: MasterConnection,
     private readonly names: ClaimNames,
-    private readonly step: (action: string) => Promise<void>,
+    /** Announces a write; false means "do not perform it" (a dry run). */
+    private readonly step: (action: string) => Promise<boolean>,
   ) {}
 
   /** Builds a provisioner whose steps are reported to `hook` for `claim`. */
@@ -101,9 +130,7 @@ export class Provisioner {
     claim: string,
     hook: StepHook | undefined,
   ): Provisioner {
-    return new Provisioner(master, names, async (action) => {
-      await hook?.({ claim, action });
-    });
+    return new Provisioner(master, names, (action) => performStep(hook, { claim, action }));
   }
 
   /** Reads the database owner and the claim's roles. */
@@ -118,6 +145,7 @@ export class Provisioner {
       member: boolean;
       acts_as_base: boolean;
       managed: boolean;
+      publisher: string | null;
     }>(
       `SELECT r.rolname, r.rolcanlogin, r.rolsuper,
               array_remove(ARRAY[
@@ -132,7 +160,8 @@ export class Provisioner {
               COALESCE(format('role=%s', $2::text) = ANY(r.rolconfig), false) AS acts_as_base,
               EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles b ON b.oid = m.roleid
                       WHERE m.member = r.oid AND b.rolname = $2::text) AS member,
-              COALESCE(shobj_description(r.oid, 'pg_authid') = $3::text, false) AS managed
+              ${managedSql("shobj_description(r.oid, 'pg_authid')", '$3::text')} AS managed,
+              substring(shobj_description(r.oid, 'pg_authid') from '; publisher (.*)$') AS publisher
          FROM pg_roles r WHERE r.rolname = ANY($1::text[])`,
       [[baseRole, ...users], baseRole, MANAGED_ROLE_MARKER],
     );
@@ -148,6 +177,7 @@ export class Provisioner {
             memberOfBase: r.member,
             actsAsBase: r.acts_as_base,
             managed: r.managed,
+            publisher: r.publisher ?? undefined,
           },
         ]),
       ),
@@ -163,14 +193,21 @@ export class Provisioner {
   }
 
   /** Creates whatever is missing: base role, database, login users, memberships, grants. */
-  async ensure(): Promise<EnsureResult> {
+  async ensure(options: EnsureOptions = {}): Promise<EnsureResult> {
     const { baseRole, users } = this.names;
     const observed = await this.observe();
     this.refuseForeignRoles(observed);
     const rolesCreated: string[] = [];
-    if (!observed.roles.has(baseRole)) {
-      if (await this.createRole(baseRole, `CREATE ROLE ${quoteIdentifier(baseRole)} NOLOGIN`))
+    const base = observed.roles.get(baseRole);
+    const comment =
+      options.publisher === undefined ? MANAGED_ROLE_MARKER : publisherComment(options.publisher);
+    if (!base) {
+      if (await this.createRole(baseRole, `CREATE ROLE ${quoteIdentifier(baseRole)} NOLOGIN`, comment))
         rolesCreated.push(baseRole);
+    } else if (options.publisher !== undefined && base.publisher !== options.publisher) {
+      if (base.publisher !== undefined && !options.takeOver) throw this.otherPublisher(base.publisher);
+      if (await this.step(`record-publisher ${baseRole}`))
+        await this.master.query(`COMMENT ON ROLE ${quoteIdentifier(baseRole)} IS ${quoteLiteral(comment)}`);
     }
     let databaseCreated = false;
     if (observed.databaseOwner === undefined) databaseCreated = await this.createDatabase();
@@ -183,14 +220,14 @@ export class Provisioner {
         const sql = `CREATE ROLE ${quoteIdentifier(user)} LOGIN IN ROLE ${quoteIdentifier(baseRole)}`;
         if (await this.createRole(user, sql)) rolesCreated.push(user);
       } else if (!role.memberOfBase) {
-        await this.step(`grant-membership ${user}`);
-        await this.master.query(`GRANT ${quoteIdentifier(baseRole)} TO ${quoteIdentifier(user)}`);
+        if (await this.step(`grant-membership ${user}`))
+          await this.master.query(`GRANT ${quoteIdentifier(baseRole)} TO ${quoteIdentifier(user)}`);
       }
       if (!role?.actsAsBase) {
         // Sessions of either user run as the base role, so whatever one user creates the
         // other can use after a rotation (objects are owned by the base role, not by _a/_b).
-        await this.step(`set-session-role ${user}`);
-        await this.master.query(`ALTER ROLE ${quoteIdentifier(user)} SET role = ${quoteLiteral(baseRole)}`);
+        if (await this.step(`set-session-role ${user}`))
+          await this.master.query(`ALTER ROLE ${quoteIdentifier(user)} SET role = ${quoteLiteral(baseRole)}`);
       }
     }
     return { databaseCreated, rolesCreated };
@@ -198,13 +235,15 @@ export class Provisioner {
 
   /**
    * Sets `user`'s password. Only its SCRAM-SHA-256 verifier is sent, so the clear text
-   * never reaches the server (statement log, error reports, pg_stat_activity).
+   * never reaches the server (statement log, error reports, pg_stat_activity). Resolves
+   * false when a dry run skipped it.
    */
-  async setPassword(user: string, password: string): Promise<void> {
-    await this.step(`set-password ${user}`);
+  async setPassword(user: string, password: string): Promise<boolean> {
+    if (!(await this.step(`set-password ${user}`))) return false;
     await this.master.query(
       `ALTER ROLE ${quoteIdentifier(user)} WITH LOGIN PASSWORD ${quoteLiteral(scramSha256Verifier(password))}`,
     );
+    return true;
   }
 
   /**
@@ -219,15 +258,15 @@ export class Provisioner {
   async dropDatabase(): Promise<DropDatabaseResult> {
     const { database } = this.names;
     const { rows } = await this.master.query<{ managed: boolean }>(
-      `SELECT COALESCE(shobj_description(d.datdba, 'pg_authid') = $2::text, false) AS managed
+      `SELECT ${managedSql("shobj_description(d.datdba, 'pg_authid')", '$2::text')} AS managed
          FROM pg_database d WHERE d.datname = $1`,
       [database, MANAGED_ROLE_MARKER],
     );
     const found = rows[0];
     if (!found) return 'absent';
     if (!found.managed) return 'not-ours';
-    await this.step(`drop-database ${database}`);
-    await this.master.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
+    if (await this.step(`drop-database ${database}`))
+      await this.master.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
     return 'dropped';
   }
 
@@ -247,8 +286,8 @@ export class Provisioner {
         kept.push(role);
         continue;
       }
-      await this.step(`drop-role ${role}`);
-      await this.master.query(`DROP ROLE IF EXISTS ${quoteIdentifier(role)}`);
+      if (await this.step(`drop-role ${role}`))
+        await this.master.query(`DROP ROLE IF EXISTS ${quoteIdentifier(role)}`);
       dropped.push(role);
     }
     return { dropped, kept };
@@ -284,19 +323,19 @@ export class Provisioner {
    * leaves a role of ours unmarked. A role that appeared meanwhile (42710) is adopted only
    * if it carries the marker (a concurrent run of ours created it).
    */
-  private async createRole(role: string, sql: string): Promise<boolean> {
-    await this.step(`create-role ${role}`);
+  private async createRole(role: string, sql: string, comment = MANAGED_ROLE_MARKER): Promise<boolean> {
+    if (!(await this.step(`create-role ${role}`))) return true;
     try {
       await this.master.transaction([
         sql,
-        `COMMENT ON ROLE ${quoteIdentifier(role)} IS ${quoteLiteral(MANAGED_ROLE_MARKER)}`,
+        `COMMENT ON ROLE ${quoteIdentifier(role)} IS ${quoteLiteral(comment)}`,
       ]);
       return true;
     } catch (error) {
       if (!alreadyExists(error, DUPLICATE_OBJECT)) throw error;
     }
     const { rows } = await this.master.query<{ managed: boolean }>(
-      `SELECT COALESCE(shobj_description(oid, 'pg_authid') = $2, false) AS managed
+      `SELECT ${managedSql("shobj_description(oid, 'pg_authid')", '$2::text')} AS managed
          FROM pg_roles WHERE rolname = $1`,
       [role, MANAGED_ROLE_MARKER],
     );
@@ -304,10 +343,18 @@ export class Provisioner {
     return false;
   }
 
+  private otherPublisher(publisher: string): ProvisioningConflictError {
+    return new ProvisioningConflictError(
+      `users ${this.names.users.join(', ')} are published by another output (publisher ${publisher}); ` +
+        'a second one would set passwords the first one does not publish, so this one refuses. ' +
+        'Reconcile the claim from one --out only; if that output is gone for good, run once with --take-over',
+    );
+  }
+
   /** CREATE DATABASE cannot run in a transaction and has no IF NOT EXISTS: 42P04 means done. */
   private async createDatabase(): Promise<boolean> {
     const { database, baseRole } = this.names;
-    await this.step(`create-database ${database}`);
+    if (!(await this.step(`create-database ${database}`))) return true;
     try {
       await this.master.query(
         `CREATE DATABASE ${quoteIdentifier(database)} OWNER ${quoteIdentifier(baseRole)}`,
@@ -331,14 +378,15 @@ export class Provisioner {
       [baseRole, database],
     );
     if (granted.rows[0]?.ok) return;
-    await this.step(`grant-schema ${database}.public`);
-    await this.master.inDatabase(database, (client) =>
-      client.query(`GRANT ALL ON SCHEMA public TO ${quoteIdentifier(baseRole)}`),
-    );
-    await this.step(`grant-database ${database}`);
-    await this.master.query(
-      `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
-    );
+    if (await this.step(`grant-schema ${database}.public`)) {
+      await this.master.inDatabase(database, (client) =>
+        client.query(`GRANT ALL ON SCHEMA public TO ${quoteIdentifier(baseRole)}`),
+      );
+    }
+    if (await this.step(`grant-database ${database}`))
+      await this.master.query(
+        `GRANT ALL PRIVILEGES ON DATABASE ${quoteIdentifier(database)} TO ${quoteIdentifier(baseRole)}`,
+      );
   }
 }
 

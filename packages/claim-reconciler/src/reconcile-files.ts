@@ -5,8 +5,9 @@
 import type { HotloadLogger } from 'hotload-core';
 import { loadClaimsFromDirectory } from './claim-schema.js';
 import type { ReconcilerMetrics } from './metrics.js';
+import { checkClaimsFolder, checkOutputFolder } from './preflight.js';
 import type { Problem } from './problems.js';
-import { type ClaimOutcome, type PassResult, Reconciler } from './reconciler.js';
+import { type ClaimOutcome, type PassOptions, type PassResult, Reconciler } from './reconciler.js';
 import { loadReconcilerConfig } from './reconciler-config.js';
 import type { StepHook } from './steps.js';
 
@@ -26,6 +27,17 @@ export interface ReconcileFilesOptions {
   readonly claimsDir: string;
   readonly outputDir: string;
   readonly rotate?: boolean;
+  /** Delete what claims that are gone left behind (see {@link PassOptions.prune}). */
+  readonly prune?: boolean;
+  /** See {@link PassOptions.maxDeletions}. */
+  readonly maxDeletions?: number;
+  /**
+   * Check the output folder without creating or writing anything; combine with an
+   * `onStep` hook that returns `'skip'` for a dry run.
+   */
+  readonly dryRun?: boolean;
+  /** See {@link PassOptions.takeOver}. */
+  readonly takeOver?: boolean;
   readonly concurrency?: number;
   readonly onStep?: StepHook;
   readonly onOutcome?: (outcome: ClaimOutcome) => void;
@@ -42,10 +54,15 @@ export interface ReconcileFilesResult extends PassResult {
   readonly exitCode: number;
 }
 
-/** Loads config and claims, runs one pass. Config errors reject (ConfigError). */
+/**
+ * Loads config and claims, checks the folders, runs one pass. Problems found before any
+ * change reject: ConfigError (the config), PreflightError (the claims or output folder).
+ */
 export async function reconcileFiles(options: ReconcileFilesOptions): Promise<ReconcileFilesResult> {
   const config = await loadReconcilerConfig(options.configFile);
+  await checkClaimsFolder(options.claimsDir);
   const loaded = await loadClaimsFromDirectory(options.claimsDir);
+  await checkOutputFolder(options.outputDir, options.dryRun ?? false);
   const errors = loaded.problems.filter((problem) => problem.severity === 'error');
   const presentInvalidClaims = new Set(errors.flatMap((problem) => (problem.claim ? [problem.claim] : [])));
   const reconciler = new Reconciler({
@@ -61,11 +78,20 @@ export async function reconcileFiles(options: ReconcileFilesOptions): Promise<Re
   for (let i = 0; i < errors.length; i++) options.metrics?.claimLoadError();
   const result = await reconciler.reconcile(loaded.claims, {
     rotate: options.rotate,
+    prune: options.prune,
+    maxDeletions: options.maxDeletions,
+    takeOver: options.takeOver,
     presentInvalidClaims,
     claimSetComplete: errors.every((problem) => problem.claim !== undefined),
   });
   const failed =
-    errors.length > 0 || result.outcomes.some((o) => o.result === 'error' || o.result === 'deletion-pending');
+    errors.length > 0 ||
+    result.outcomes.some(
+      (o) =>
+        o.result === 'error' ||
+        o.result === 'deletion-pending' ||
+        (o.result === 'not-pruned' && o.error !== undefined),
+    );
   return {
     ...result,
     problems: [...config.warnings, ...loaded.problems],

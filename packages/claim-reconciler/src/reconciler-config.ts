@@ -10,7 +10,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { type DeletionPolicy, parseDeletionPolicy } from './claim-schema.js';
-import { type Problem, problemsFromZod } from './problems.js';
+import { describeField, type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import { assertSafeIdentifier, UnsafeIdentifierError } from './sql-identifiers.js';
 
 /** libpq `sslmode` values accepted for master connections and written to secrets. */
@@ -64,7 +64,7 @@ export class ConfigError extends Error {
     readonly problems: readonly Problem[],
   ) {
     super(
-      `invalid reconciler config ${file}: ${problems.map((p) => `${p.path || '(root)'}: ${p.message}`).join('; ')}`,
+      `invalid reconciler config ${file}: ${problems.map((p) => describeField(p.path, p.message)).join('; ')}`,
     );
   }
 }
@@ -163,7 +163,7 @@ export function parseReconcilerConfig(text: string, file: string): ReconcilerCon
         severity: 'warning',
         file,
         path: key,
-        message: 'accepted but not used by this reconciler',
+        message: 'is accepted but not used by this reconciler',
       });
   }
   const baseDir = dirname(resolve(file));
@@ -224,7 +224,7 @@ function parseFragment(label: string, value: unknown, context: FragmentContext):
         severity: 'warning',
         file,
         path: `${label}.${key}`,
-        message: 'accepted but not used by this reconciler',
+        message: 'is accepted but not used by this reconciler',
       });
   }
   const username = f.username ?? context.defaults.username;
@@ -318,7 +318,7 @@ function unwrapConfigMap(
   const first = documents[0];
   if (documents.length !== 1 || first === undefined || first.errors.length > 0) {
     const message = first?.errors[0]?.message ?? 'expected exactly one YAML document';
-    problems.push({ severity: 'error', file, path: '', message: `invalid YAML: ${message}` });
+    problems.push({ severity: 'error', file, path: '', message: yamlErrorText(message) });
     return undefined;
   }
   let value: unknown = first.toJS();

@@ -10,16 +10,17 @@
 import type { HotloadLogger } from 'hotload-core';
 import type { ClaimContext } from './claim-context.js';
 import { deleteClaim } from './claim-deletion.js';
-import type { ClaimOutcome, ClaimResult } from './claim-outcome.js';
+import type { ClaimOutcome, ClaimReconcile, ClaimResult } from './claim-outcome.js';
 import type { ClaimPorts } from './claim-ports.js';
 import { desiredBinding, reconcileClaim, recordClaimError } from './claim-reconcile.js';
 import type { DatabaseClaim } from './claim-schema.js';
-import type { Binding } from './claim-status.js';
-import { instanceId, MasterConnections } from './master-connection.js';
+import type { Binding, ClaimStatus } from './claim-status.js';
+import { type InstanceTarget, instanceId, MasterConnections } from './master-connection.js';
 import type { ReconcilerMetrics } from './metrics.js';
 import type { MigrationOptions } from './migration/online-migration.js';
 import { logOutcome } from './outcome-logging.js';
-import { terminal } from './reconcile-result.js';
+import { checkMasterLogins, targetKey } from './preflight.js';
+import { retryable, terminal } from './reconcile-result.js';
 import type { ReconcilerConfig } from './reconciler-config.js';
 import { folderPorts } from './secret-publisher.js';
 import type { StepHook } from './steps.js';
@@ -67,6 +68,23 @@ export interface PassOptions {
    * are then skipped, since a missing claim might only be unreadable. Default true.
    */
   readonly claimSetComplete?: boolean;
+  /**
+   * Delete what claims that are gone left behind (their secret, and under `Delete` their
+   * database and users). Default false: a claim missing from the set is reported as
+   * `not-pruned` and nothing of it is touched, so a wrong or half-synced claims folder
+   * cannot destroy anything.
+   */
+  readonly prune?: boolean;
+  /**
+   * With `prune`, the most claims one pass may delete; a pass that would delete more
+   * deletes none and reports each as `not-pruned` with an error. Default 1.
+   */
+  readonly maxDeletions?: number;
+  /**
+   * Record this output as the claims' publisher even where another output is recorded
+   * (that one is gone for good). Default false: such claims are refused.
+   */
+  readonly takeOver?: boolean;
 }
 
 /** The result of a pass. */
@@ -75,6 +93,9 @@ export interface PassResult {
   /** True when deletions were skipped because the claim set was incomplete. */
   readonly deletionsSkipped: boolean;
 }
+
+/** Default of {@link PassOptions.maxDeletions}. */
+export const DEFAULT_MAX_DELETIONS = 1;
 
 /** Reconciles a set of claims against PostgreSQL instances and an output folder. */
 export class Reconciler {
@@ -109,14 +130,29 @@ export class Reconciler {
       }
       for (const binding of desired.values()) usage.add(binding);
       const conflicts = findConflicts(claims, desired);
-      const context = this.#context(connections, usage);
+      const context = {
+        ...this.#context(connections, usage),
+        // Only a pass that may provision needs it: one with no claim to reconcile writes nothing.
+        publisher: desired.size > 0 ? await this.#ports.publisherId(this.#options.onStep) : undefined,
+        takeOver: pass.takeOver ?? false,
+      };
+      // Before any SQL write: each fragment key's own master login, for the claims using it.
+      const targets = new Map([...desired].map(([key, binding]) => [key, this.#target(binding)] as const));
+      const loginFailures = await checkMasterLogins([...targets.values()]);
+      const loginFailure = (key: string) => {
+        const target = targets.get(key);
+        return target && loginFailures.get(targetKey(target));
+      };
 
       const outcomes = await mapConcurrently(claims, this.#options.concurrency ?? 8, async (claim) => {
         const conflict = conflicts.get(claim.key);
+        const cannotLogIn = loginFailure(claim.key);
         const started = performance.now();
         const { outcome } = conflict
           ? await recordClaimError(context, claim, terminal(conflict))
-          : await reconcileClaim(context, claim, pass.rotate ?? false);
+          : cannotLogIn
+            ? await recordClaimError(context, claim, retryable(cannotLogIn), desired.get(claim.key)?.label)
+            : await reconcileClaim(context, claim, pass.rotate ?? false);
         this.#options.metrics?.claimLoaded((performance.now() - started) / 1000);
         this.#reportOutcome(outcome);
         return outcome;
@@ -124,9 +160,8 @@ export class Reconciler {
 
       const deletionsSkipped = pass.claimSetComplete === false;
       if (!deletionsSkipped) {
-        for (const status of statuses) {
-          if (present.has(status.claim)) continue;
-          const { outcome } = await deleteClaim(context, status);
+        const gone = statuses.filter((status) => !present.has(status.claim));
+        for (const { outcome } of await this.#prune(context, gone, pass)) {
           this.#reportOutcome(outcome);
           outcomes.push(outcome);
         }
@@ -136,6 +171,48 @@ export class Reconciler {
     } finally {
       await connections.closeAll();
     }
+  }
+
+  /**
+   * The deletion rule: claims that are gone are deleted only with `prune`, and only when
+   * they are at most `maxDeletions`; otherwise each is reported `not-pruned`, untouched.
+   */
+  async #prune(
+    context: ClaimContext,
+    gone: readonly ClaimStatus[],
+    pass: PassOptions,
+  ): Promise<ClaimReconcile[]> {
+    const limit = pass.maxDeletions ?? DEFAULT_MAX_DELETIONS;
+    const refusal = !pass.prune
+      ? undefined
+      : gone.length > limit
+        ? `refused: this pass would delete ${gone.length} claims, more than the limit of ${limit} (--max-deletions); nothing was deleted`
+        : null;
+    const results: ClaimReconcile[] = [];
+    for (const status of gone) {
+      if (refusal === null) {
+        results.push(await deleteClaim(context, status));
+        continue;
+      }
+      const location = context.ports.secretFor(status.namespace, status.secretName).location;
+      const action = 'claim absent: left its secret, database and users in place (pass --prune to delete)';
+      results.push({
+        outcome: {
+          claim: status.claim,
+          result: 'not-pruned',
+          actions: refusal ? [] : [action],
+          secretDirectory: location,
+          ...(refusal ? { error: refusal } : {}),
+        },
+        ...(refusal ? { error: terminal(refusal) } : {}),
+      });
+    }
+    return results;
+  }
+
+  #target(binding: Binding): InstanceTarget {
+    const fragment = this.#options.config.fragmentKeys.get(binding.label)!;
+    return { label: binding.label, host: binding.host, port: binding.port, fragment };
   }
 
   #context(connections: MasterConnections, usage: UsageIndex): ClaimContext {

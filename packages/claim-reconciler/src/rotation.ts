@@ -32,7 +32,8 @@ export async function setVerifiedPassword(
   login: Omit<ConnectionParts, 'user' | 'password'>,
 ): Promise<string> {
   const password = generatePassword(settings);
-  await provisioner.setPassword(user, password);
+  // A dry run set nothing, so there is nothing to verify (and nothing will be published).
+  if (!(await provisioner.setPassword(user, password))) return password;
   const result = await tryLogin({ ...login, user, password });
   if (!result.ok)
     throw new VerificationError(`login as ${user} with the new password failed: ${result.reason}`);

@@ -8,7 +8,21 @@ import { join } from 'node:path';
 import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
 import type { ClaimPorts, SecretSink } from './claim-ports.js';
 import { FolderStatusStore } from './claim-status.js';
+import { withFolderLock } from './folder-lock.js';
+import { folderPublisherId } from './publisher-id.js';
 import type { SslModeSetting } from './reconciler-config.js';
+
+/** Suffix of a lock file beside a secret folder (when none is given). */
+const LOCK_SUFFIX = '.lock';
+
+/**
+ * The lock file of a claim's secret: in the output folder itself (which the pass creates
+ * before writing), so taking the lock never creates the namespace folder. Namespaces have
+ * no dots, so `<namespace>.<secretName>` names one secret.
+ */
+export function secretLockFile(outputDir: string, namespace: string, secretName: string): string {
+  return join(outputDir, `.lock.${namespace}.${secretName}`);
+}
 
 /** Mode of every published file: readable by the owner only. */
 export const SECRET_FILE_MODE = 0o600;
@@ -53,9 +67,15 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
 /** Reads, writes and removes one claim's secret folder: the folder mode's {@link SecretSink}. */
 export class SecretPublisher implements SecretSink {
   readonly #writer: AtomicSecretWriter;
-  #swept = false;
 
-  constructor(readonly directory: string) {
+  /**
+   * @param directory the secret folder
+   * @param lockFile the lock file that makes one writer at a time (see `folder-lock.ts`)
+   */
+  constructor(
+    readonly directory: string,
+    private readonly lockFile = `${directory}${LOCK_SUFFIX}`,
+  ) {
     this.#writer = new AtomicSecretWriter(directory, { fileMode: SECRET_FILE_MODE });
   }
 
@@ -63,17 +83,9 @@ export class SecretPublisher implements SecretSink {
     return this.directory;
   }
 
-  /**
-   * What the secret holds now, or undefined when there is none or it is incomplete. The
-   * first read also sweeps what a writer killed mid-publish left (timestamped folders
-   * `..data` does not point to, which may hold a previous password that still works).
-   */
+  /** What the secret holds now, or undefined when there is none or it is incomplete. */
   async read(): Promise<PublishedCredentials | undefined> {
     let files: Record<string, Buffer>;
-    if (!this.#swept) {
-      await this.#writer.sweep();
-      this.#swept = true;
-    }
     try {
       files = await this.#writer.read();
     } catch {
@@ -137,6 +149,21 @@ export class SecretPublisher implements SecretSink {
     return keys.some((key) => current[key]?.toString('utf8') !== wanted[key]);
   }
 
+  /** What a publish killed midway left: folders `..data` does not point to. */
+  stale(): Promise<string[]> {
+    return this.#writer.staleEntries();
+  }
+
+  /** Removes what {@link stale} lists (it may hold a previous password that still works). */
+  async sweep(): Promise<void> {
+    await this.#writer.sweep();
+  }
+
+  /** Runs `work` holding the secret's lock file (see `folder-lock.ts`). */
+  lock<T>(work: () => Promise<T>): Promise<T> {
+    return withFolderLock(this.lockFile, work);
+  }
+
   /** Removes the secret folder. */
   async remove(): Promise<void> {
     await rm(this.directory, { recursive: true, force: true });
@@ -149,5 +176,6 @@ export function folderPorts(outputDir: string): ClaimPorts {
     secretFor: (namespace, secretName) =>
       new SecretPublisher(secretDirectory(outputDir, namespace, secretName)),
     statuses: new FolderStatusStore(outputDir),
+    publisherId: (step) => folderPublisherId(outputDir, step),
   };
 }

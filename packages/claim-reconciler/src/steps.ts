@@ -13,5 +13,15 @@ export interface Step {
   readonly action: string;
 }
 
-/** Called before each {@link Step}; may be async, and may throw to abort the claim. */
-export type StepHook = (step: Step) => void | Promise<void>;
+/**
+ * Called before each {@link Step}; may be async, and may throw to abort the claim. Returning
+ * `'skip'` records the step without performing it (the CLI's `--dry-run`): the reconcile goes
+ * on as if it had happened, so every later step is announced too.
+ */
+// biome-ignore lint/suspicious/noConfusingVoidType: plain (async) functions returning nothing must stay valid hooks
+export type StepHook = (step: Step) => void | 'skip' | Promise<void | 'skip'>;
+
+/** Announces `step` to `hook`; resolves whether to perform it (false: a dry run skips it). */
+export async function performStep(hook: StepHook | undefined, step: Step): Promise<boolean> {
+  return (await hook?.(step)) !== 'skip';
+}

@@ -1,6 +1,12 @@
 /** The pure plan of one claim's credentials: same observation in, same decision out. */
 import { describe, expect, it } from 'vitest';
-import { type CredentialObservation, claimNames, type PlanInput, planCredentials } from '../src/index.js';
+import {
+  type CredentialObservation,
+  claimNames,
+  nextRotationInMillis,
+  type PlanInput,
+  planCredentials,
+} from '../src/index.js';
 
 const names = claimNames('app', 'appdb');
 const login = { host: 'db.example', port: 5432, database: 'appdb', sslmode: 'disable' } as const;
@@ -70,5 +76,11 @@ describe('planCredentials', () => {
       kind: 'wait',
       error: { kind: 'retryable', message: 'cannot check the published credentials: too many connections' },
     });
+  });
+
+  it('asks to come back when the active password falls due, at once when overdue', () => {
+    expect(nextRotationInMillis(settings, new Date('2030-01-01T00:30:00Z'), now)).toBe(30 * 60_000);
+    expect(nextRotationInMillis(settings, new Date('2029-12-31T00:00:00Z'), now)).toBe(0);
+    expect(nextRotationInMillis(settings, undefined, now)).toBeUndefined();
   });
 });

@@ -54,3 +54,8 @@ export function runCli(args: readonly string[], env: Record<string, string> = {}
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
 }
+
+/** `reconcile --config <config> --claims <claims> --out <out>`: the arguments of one pass. */
+export function reconcileArgs(config: string, claims: string, out: string): string[] {
+  return ['reconcile', '--config', config, '--claims', claims, '--out', out];
+}

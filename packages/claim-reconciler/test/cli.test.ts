@@ -2,12 +2,12 @@
  * The CLI as a script sees it: exit codes, `--json`, human output, hostile claims that
  * never reach SQL, no password in any output, and `--watch` reacting to a new claim file.
  */
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { runCli, startCli } from './cli-runner.js';
-import { claimYaml, useReconcilerCluster } from './fixtures.js';
+import { claimYaml, configYaml, rolesLike, useReconcilerCluster, writeMasterPassword } from './fixtures.js';
 
 const suite = useReconcilerCluster();
 
@@ -21,6 +21,22 @@ async function folderWith(name: string, files: Record<string, string>): Promise<
 /** The CLI's `reconcile` with `flag` (`--json` or `--rotate`). */
 function reconcile(flag: '--json' | '--rotate', config: string, claims: string, out: string) {
   return runCli(['reconcile', flag, '--config', config, '--claims', claims, '--out', out]);
+}
+
+/** Every statement the server logged while `work` ran (log_statement = 'all' for the call). */
+async function statementsDuring<T>(work: () => Promise<T>): Promise<{ result: T; statements: string[] }> {
+  await suite.cluster.query("ALTER SYSTEM SET log_statement = 'all'");
+  await suite.cluster.query('SELECT pg_reload_conf()');
+  const log = join(suite.cluster.runDir, 'server.log');
+  const before = (await stat(log)).size;
+  try {
+    const result = await work();
+    const text = (await readFile(log)).subarray(before).toString('utf8');
+    return { result, statements: text.split('\n').filter((line) => line.includes('statement: ')) };
+  } finally {
+    await suite.cluster.query('ALTER SYSTEM RESET log_statement');
+    await suite.cluster.query('SELECT pg_reload_conf()');
+  }
 }
 
 async function catalogSnapshot(): Promise<string> {
@@ -92,7 +108,10 @@ describe('exit codes and output', () => {
     });
     const before = await catalogSnapshot();
     const out = join(suite.work.path, 'out-hostile');
-    const run = await reconcile('--json', suite.configFile, claims, out);
+    const { result: run, statements } = await statementsDuring(() =>
+      reconcile('--json', suite.configFile, claims, out),
+    );
+    expect(statements).toEqual([]); // the server's own log: not one statement, not even a read
     expect(run.code).toBe(1);
     const report = JSON.parse(run.stdout);
     expect(report.outcomes).toEqual([]); // no claim reached the reconciler, so no SQL ran
@@ -141,5 +160,154 @@ describe('--watch', () => {
     } finally {
       child.kill('SIGKILL');
     }
+  });
+});
+
+describe('CLI manners', () => {
+  it('-h and --version print and exit 0; a usage error is one line and a pointer to --help', async () => {
+    const help = await runCli(['-h']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^usage: hotload-claim-reconciler reconcile/);
+    expect(help.stdout).toContain('--prune');
+    const version = await runCli(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.stdout.trim()).toBe(
+      JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version,
+    );
+    const bad = await runCli(['reconcile', '--bogus']);
+    expect(bad.code).toBe(2);
+    expect(bad.stdout).toBe('');
+    expect(bad.stderr.trim().split('\n')).toEqual([
+      "error: Unknown option '--bogus'",
+      'run "hotload-claim-reconciler --help" for usage',
+    ]);
+  });
+
+  it('says an error once, schema errors in words, and refuses fields that would change the outcome', async () => {
+    const claims = await folderWith('claims-manners', {
+      'missing.yaml': claimYaml('no-label', { databaseName: 'nolabel', userName: 'nolabel' }),
+      'reuse.yaml': claimYaml('reuse', {
+        databaseName: 'reuse',
+        instanceLabel: 'atlas',
+        userName: 'reuse',
+        useExistingSource: 'true',
+      }),
+      'cosmetic.yaml': claimYaml('cosmetic', {
+        databaseName: 'cosmetic',
+        instanceLabel: 'nowhere',
+        userName: 'cosmetic',
+        tags: 'team-a',
+        enableSuperUser: '',
+      }),
+    });
+    const run = await reconcile('--rotate', suite.configFile, claims, join(suite.work.path, 'out-manners'));
+    expect(run.code).toBe(1);
+    const lines = run.stdout.split('\n');
+    expect(lines).toContain(
+      `error: ${join(claims, 'missing.yaml')} (claim default/no-label): spec.instanceLabel is required`,
+    );
+    expect(lines.find((line) => line.includes('spec.useExistingSource'))).toMatch(
+      /^error: .*reuse\.yaml \(claim default\/reuse\): spec\.useExistingSource is not supported: reusing an existing database/,
+    );
+    expect(lines).toContain(
+      `warning: ${join(claims, 'cosmetic.yaml')} (claim default/cosmetic): spec.tags is accepted but not used by this reconciler`,
+    );
+    expect(lines).toContain(
+      '✗ default/cosmetic: instanceLabel "nowhere" matches no fragment key (known: atlas)',
+    );
+    expect(run.stdout).not.toMatch(/error \(error/);
+    expect(await rolesLike(suite.cluster, 'reuse')).toEqual([]);
+  });
+
+  it("checks each fragment key's own master password, naming the key, host and user", async () => {
+    const good = await writeMasterPassword(suite.work.path, suite.cluster, 'good-password');
+    const wrong = join(suite.work.path, 'wrong-password');
+    await writeFile(wrong, 'not-the-master-password\n');
+    const config = join(suite.work.path, 'two-keys.yaml');
+    await writeFile(
+      config,
+      configYaml({
+        atlas: { cluster: suite.cluster, passwordFile: good },
+        'atlas.wrong': { cluster: suite.cluster, passwordFile: wrong },
+      }),
+    );
+    const claims = await folderWith('claims-two-keys', {
+      'good.yaml': claimYaml('good-key', {
+        databaseName: 'good_key',
+        instanceLabel: 'atlas',
+        userName: 'good_key',
+      }),
+      'wrong.yaml': claimYaml('wrong-key', {
+        databaseName: 'wrong_key',
+        instanceLabel: 'atlas.wrong.app',
+        userName: 'wrong_key',
+      }),
+    });
+    const run = await runCli([
+      'reconcile',
+      '--config',
+      config,
+      '--claims',
+      claims,
+      '--out',
+      join(suite.work.path, 'out-two-keys'),
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain(
+      `✗ default/wrong-key: fragment key atlas.wrong (postgres@${suite.cluster.host}:${suite.cluster.port}): cannot log in as master: password authentication failed for user "postgres"`,
+    );
+    expect(run.stdout).toMatch(/✓ default\/good-key: created/);
+    expect(await rolesLike(suite.cluster, 'wrong_key')).toEqual([]);
+    expect(run.stdout).not.toContain('not-the-master-password');
+  });
+
+  it("fails on the design seed's sample config (its username=root typo), naming the file", async () => {
+    const seed = join(suite.work.path, 'seed-config.yaml');
+    await writeFile(
+      seed,
+      'passwordConfig:\n  passwordComplexity: enabled\n  minPasswordLength: "15"\n  passwordRotationPeriod: "60"\n' +
+        'atlas:\n  username: root\n  host: some.service\n  port: 5432\n  sslMode: disable\n' +
+        '  passwordSecretRef: atlas-master-password\n  passwordSecretKey: password\n' +
+        'athena:\n  username=root\n  host=some.service\n  port=5432\n  sslMode: disable\n' +
+        '  passwordSecretRef=athena-master-password\n',
+    );
+    const claims = await folderWith('claims-seed', {});
+    const run = await reconcile('--rotate', seed, claims, join(suite.work.path, 'out-seed'));
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      `error: invalid reconciler config ${seed}: invalid YAML: Implicit keys need to be on a single line at line 13, column 3`,
+    );
+  });
+
+  it("--metrics-port without prom-client installed: the libraries' clear message, exit 2", async () => {
+    // A module hook makes prom-client unresolvable in the child, as if it were not installed.
+    const hook = join(suite.work.path, 'no-prom-client.mjs');
+    await writeFile(
+      hook,
+      `import { register } from 'node:module';\n` +
+        `register('data:text/javascript,' + encodeURIComponent(\`export async function resolve(s, c, next) {` +
+        ` if (s === 'prom-client') { const e = new Error('Cannot find package prom-client'); e.code = 'ERR_MODULE_NOT_FOUND'; throw e; }` +
+        ` return next(s, c); }\`));\n`,
+    );
+    const claims = await folderWith('claims-no-prom', {});
+    const run = await runCli(
+      [
+        'reconcile',
+        '--watch',
+        '--metrics-port',
+        '0',
+        '--config',
+        suite.configFile,
+        '--claims',
+        claims,
+        '--out',
+        join(suite.work.path, 'out-no-prom'),
+      ],
+      { NODE_OPTIONS: `--import=${hook}` },
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr.trim()).toBe(
+      'error: hotload-claim-reconciler: --metrics-port was given but the optional peer dependency prom-client is not installed (npm install prom-client)',
+    );
   });
 });

@@ -9,14 +9,20 @@ import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MANAGED_ROLE_MARKER, readStatus, statusPath } from '../src/index.js';
+import { MANAGED_ROLE_MARKER, PUBLISHER_ID_FILE, readStatus, statusPath } from '../src/index.js';
 import { runCli } from './cli-runner.js';
 import { canLogin, claimYaml, startReconcilerCluster } from './fixtures.js';
 
 let cluster: PostgresCluster;
 let work: { path: string; cleanup: () => Promise<void> };
 let configFile: string;
-const MAX_STEPS = 30; // bounds the loops; provisioning has about ten steps
+const MAX_STEPS = 30; // bounds the loops; provisioning has about fifteen steps
+/**
+ * Each loop starts two real CLI processes per step (crash, then converge), about 30 in
+ * all: on a shared 2-core machine that can outlast the suite's 60 s default. A bound on a
+ * hang, not a speed check.
+ */
+const LOOP_TIMEOUT_MILLIS = 300_000;
 
 beforeAll(async () => {
   ({ cluster, work, configFile } = await startReconcilerCluster('main'));
@@ -71,9 +77,12 @@ async function expectConverged(claims: string, out: string, name: string): Promi
       WHERE rolname = ANY($1::text[]) ORDER BY 1`,
     [[name, `${name}_a`, `${name}_b`]],
   );
-  expect(rows).toEqual(
-    [name, `${name}_a`, `${name}_b`].map((rolname) => ({ rolname, comment: MANAGED_ROLE_MARKER })),
-  );
+  // The base role also names this output folder as the claim's one publisher.
+  const publisher = (await readFile(join(out, PUBLISHER_ID_FILE), 'utf8')).trim();
+  expect(rows).toEqual([
+    { rolname: name, comment: `${MANAGED_ROLE_MARKER}; publisher ${publisher}` },
+    ...[`${name}_a`, `${name}_b`].map((rolname) => ({ rolname, comment: MANAGED_ROLE_MARKER })),
+  ]);
 }
 
 /** The action the CLI was killed before (it names it on stderr as it crashes). */
@@ -84,65 +93,73 @@ function crashedAction(stderr: string): string {
 const PUBLISH_STEPS = ['publish-secret:write-files', 'publish-secret:swap-data', 'publish-secret:remove-old'];
 
 describe('crash safety', () => {
-  it('converges after a crash at every step of first provisioning', async () => {
-    let completedAt: number | undefined;
-    const crashedAt: string[] = [];
-    for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
-      const name = `crash_p${step}`;
+  it(
+    'converges after a crash at every step of first provisioning',
+    async () => {
+      let completedAt: number | undefined;
+      const crashedAt: string[] = [];
+      for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
+        const name = `crash_p${step}`;
+        const claims = await claimsFolder(name);
+        const out = join(work.path, `out-${name}`);
+        const run = await runCli(['reconcile', '--config', configFile, '--claims', claims, '--out', out], {
+          HOTLOAD_RECONCILER_CRASH_AT_STEP: String(step),
+        });
+        if (run.signal === null) {
+          expect(run.code).toBe(0);
+          completedAt = step;
+        } else {
+          crashedAt.push(crashedAction(run.stderr));
+          expect(run.signal).toBe('SIGKILL');
+          expect(await secretLogsIn(out, name)).not.toBe(false); // absent, or working
+        }
+        await expectConverged(claims, out, name);
+      }
+      expect(completedAt).toBeGreaterThan(8); // every step of provisioning was crashed once
+      expect(crashedAt).toEqual(expect.arrayContaining(['publish-secret', ...PUBLISH_STEPS]));
+    },
+    LOOP_TIMEOUT_MILLIS,
+  );
+
+  it(
+    'keeps a working secret through a crash at every step of a rotation',
+    async () => {
+      const name = 'crash_rotation';
       const claims = await claimsFolder(name);
       const out = join(work.path, `out-${name}`);
-      const run = await runCli(['reconcile', '--config', configFile, '--claims', claims, '--out', out], {
-        HOTLOAD_RECONCILER_CRASH_AT_STEP: String(step),
-      });
-      if (run.signal === null) {
-        expect(run.code).toBe(0);
-        completedAt = step;
-      } else {
-        crashedAt.push(crashedAction(run.stderr));
-        expect(run.signal).toBe('SIGKILL');
-        expect(await secretLogsIn(out, name)).not.toBe(false); // absent, or working
+      expect(
+        (await runCli(['reconcile', '--config', configFile, '--claims', claims, '--out', out])).code,
+      ).toBe(0);
+      let completedAt: number | undefined;
+      const crashedAt: string[] = [];
+      for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
+        const before = await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8');
+        const run = await runCli(
+          ['reconcile', '--rotate', '--config', configFile, '--claims', claims, '--out', out],
+          {
+            HOTLOAD_RECONCILER_CRASH_AT_STEP: String(step),
+          },
+        );
+        if (run.signal === null) {
+          expect(run.code).toBe(0);
+          expect(await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8')).not.toBe(before);
+          completedAt = step;
+        } else {
+          crashedAt.push(crashedAction(run.stderr));
+          expect(run.signal).toBe('SIGKILL');
+          expect(await secretLogsIn(out, name)).toBe(true);
+        }
+        await expectConverged(claims, out, name);
       }
-      await expectConverged(claims, out, name);
-    }
-    expect(completedAt).toBeGreaterThan(8); // every step of provisioning was crashed once
-    expect(crashedAt).toEqual(expect.arrayContaining(['publish-secret', ...PUBLISH_STEPS]));
-  });
-
-  it('keeps a working secret through a crash at every step of a rotation', async () => {
-    const name = 'crash_rotation';
-    const claims = await claimsFolder(name);
-    const out = join(work.path, `out-${name}`);
-    expect((await runCli(['reconcile', '--config', configFile, '--claims', claims, '--out', out])).code).toBe(
-      0,
-    );
-    let completedAt: number | undefined;
-    const crashedAt: string[] = [];
-    for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
-      const before = await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8');
-      const run = await runCli(
-        ['reconcile', '--rotate', '--config', configFile, '--claims', claims, '--out', out],
-        {
-          HOTLOAD_RECONCILER_CRASH_AT_STEP: String(step),
-        },
-      );
-      if (run.signal === null) {
-        expect(run.code).toBe(0);
-        expect(await readFile(join(out, 'default', 'crash-rotation', 'username'), 'utf8')).not.toBe(before);
-        completedAt = step;
-      } else {
-        crashedAt.push(crashedAction(run.stderr));
-        expect(run.signal).toBe('SIGKILL');
-        expect(await secretLogsIn(out, name)).toBe(true);
-      }
-      await expectConverged(claims, out, name);
-    }
-    // Every step of a rotation, the three inside the publish included, was crashed once.
-    expect(crashedAt.map((action) => action.replace(/ crash_rotation_[ab]$/, ''))).toEqual([
-      'set-password',
-      'publish-secret',
-      ...PUBLISH_STEPS,
-      'write-status',
-      'rename-status',
-    ]);
-  });
+      // Every step of a rotation, the three inside the publish included, was crashed once.
+      expect(crashedAt.map((action) => action.replace(/ crash_rotation_[ab]$/, ''))).toEqual([
+        'set-password',
+        'publish-secret',
+        ...PUBLISH_STEPS,
+        'write-status',
+        'rename-status',
+      ]);
+    },
+    LOOP_TIMEOUT_MILLIS,
+  );
 });

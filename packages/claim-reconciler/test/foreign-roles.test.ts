@@ -4,10 +4,17 @@
  * claim's author a login user inside it. So is any existing role this reconciler did not
  * create (no MANAGED_ROLE_MARKER comment): adopting it would reset and publish its password.
  */
-import { access } from 'node:fs/promises';
+import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MANAGED_ROLE_MARKER, parseClaims, Reconciler, readStatus, statusPath } from '../src/index.js';
+import {
+  MANAGED_ROLE_MARKER,
+  PUBLISHER_ID_FILE,
+  parseClaims,
+  Reconciler,
+  readStatus,
+  statusPath,
+} from '../src/index.js';
 import type { Step } from '../src/steps.js';
 import { claimYaml, rolesLike, useReconcilerCluster } from './fixtures.js';
 
@@ -93,11 +100,11 @@ describe('pre-existing roles this reconciler did not create', () => {
     expect(outcomes[0]?.error).toContain(
       'roles victim, victim_a exist but were not created by hotload-claim-reconciler',
     );
-    // Only the status file is written: no SQL step, no publish.
+    // Only files of the output folder are written (status, publisher id): no SQL step, no publish.
     expect(
       steps
         .map((s) => s.action)
-        .filter((a) => !a.startsWith('write-status') && !a.startsWith('rename-status')),
+        .filter((a) => !['write-status', 'rename-status', 'write-publisher-id'].includes(a)),
     ).toEqual([]);
     expect(await roleState('victim')).toEqual(before);
     expect(before.victim_a?.password).toMatch(/^SCRAM-SHA-256\$/);
@@ -152,7 +159,9 @@ describe('pre-existing roles this reconciler did not create', () => {
     expect((await reconciler.reconcile(claims)).outcomes).toMatchObject([{ result: 'created' }]);
     const state = await roleState('marked');
     expect(Object.keys(state)).toEqual(['marked', 'marked_a', 'marked_b']);
-    for (const role of Object.values(state)) expect(role.comment).toBe(MANAGED_ROLE_MARKER);
+    const publisher = (await readFile(join(out, PUBLISHER_ID_FILE), 'utf8')).trim();
+    expect(state.marked?.comment).toBe(`${MANAGED_ROLE_MARKER}; publisher ${publisher}`);
+    for (const role of [state.marked_a, state.marked_b]) expect(role?.comment).toBe(MANAGED_ROLE_MARKER);
     expect((await reconciler.reconcile(claims)).outcomes).toMatchObject([
       { result: 'unchanged', actions: [] },
     ]);
@@ -165,7 +174,7 @@ describe('pre-existing roles this reconciler did not create', () => {
     await suite.cluster.query(`COMMENT ON ROLE marked_b IS '${MANAGED_ROLE_MARKER}'`);
     expect((await reconciler.reconcile(claims)).outcomes[0]?.error).toBeUndefined();
     await suite.cluster.query('COMMENT ON ROLE marked_b IS NULL');
-    const deleted = await reconciler.reconcile([]);
+    const deleted = await reconciler.reconcile([], { prune: true });
     expect(deleted.outcomes).toMatchObject([{ claim: 'default/marked', result: 'deleted' }]);
     expect(deleted.outcomes[0]?.actions).toContain(
       `dropped roles marked_a, marked on ${suite.cluster.host}:${suite.cluster.port}`,

@@ -183,7 +183,7 @@ describe('deletion', () => {
       client.query('CREATE TABLE t2 (x int)'),
     );
 
-    const afterFirst = await reconciler.reconcile(claims([...second]));
+    const afterFirst = await reconciler.reconcile(claims([...second]), { prune: true });
     expect(afterFirst.outcomes.find((o) => o.claim === 'default/gone1')).toMatchObject({ result: 'deleted' });
     expect(await databaseExists(a, 'shared_db')).toBe(true); // gone2 still uses it
     expect(await exists(join(out, 'default', 'gone1'))).toBe(false);
@@ -194,7 +194,7 @@ describe('deletion', () => {
       connectionString: await readFile(join(out, 'default', 'gone2', 'uri_dsn.txt'), 'utf8'),
     });
     await session.connect();
-    const pending = await reconciler.reconcile([]);
+    const pending = await reconciler.reconcile([], { prune: true });
     expect(pending.outcomes).toMatchObject([{ claim: 'default/gone2', result: 'deletion-pending' }]);
     expect(await exists(join(out, 'default', 'gone2'))).toBe(false); // secret removed first
     expect((await readStatus(statusPath(out, 'default', 'gone2')))?.error).toMatch(
@@ -202,7 +202,7 @@ describe('deletion', () => {
     );
     await session.end();
 
-    const done = await reconciler.reconcile([]);
+    const done = await reconciler.reconcile([], { prune: true });
     expect(done.outcomes).toMatchObject([{ claim: 'default/gone2', result: 'deleted' }]);
     expect(await databaseExists(a, 'shared_db')).toBe(false);
     expect(await rolesLike(a, 'gone')).toEqual(['gone1', 'gone1_a', 'gone1_b']); // kept: shared_db was in use when gone1 left
@@ -233,7 +233,7 @@ describe('deletion', () => {
       ).rows[0]?.owner;
     expect(await owner()).toBe(creator);
 
-    const gone = await reconciler.reconcile([]);
+    const gone = await reconciler.reconcile([], { prune: true });
     expect(gone.outcomes).toMatchObject([{ claim: 'default/legacy', result: 'deleted' }]);
     expect(gone.outcomes[0]?.error).toBeUndefined();
     expect(gone.outcomes[0]?.actions).toContain(
@@ -249,7 +249,7 @@ describe('deletion', () => {
     expect(await exists(join(out, 'default', 'legacy'))).toBe(false);
     expect(await exists(statusPath(out, 'default', 'legacy'))).toBe(false);
     // Nothing left to do: the next pass is empty.
-    expect((await reconciler.reconcile([])).outcomes).toEqual([]);
+    expect((await reconciler.reconcile([], { prune: true })).outcomes).toEqual([]);
 
     // A database the reconciler created itself is still dropped under Delete.
     await reconciler.reconcile(
@@ -259,7 +259,7 @@ describe('deletion', () => {
       ]),
     );
     expect(await databaseExists(a, 'own_db')).toBe(true);
-    const dropped = await reconciler.reconcile([]);
+    const dropped = await reconciler.reconcile([], { prune: true });
     expect(dropped.outcomes).toMatchObject([{ claim: 'default/own', result: 'deleted' }]);
     expect(dropped.outcomes[0]?.actions).toContain(`dropped database ${a.host}:${a.port}/own_db`);
     expect(await databaseExists(a, 'own_db')).toBe(false);
@@ -272,7 +272,7 @@ describe('deletion', () => {
     await reconciler.reconcile(
       claims(['kept', { databaseName: 'kept', instanceLabel: 'athena', userName: 'kept' }]),
     );
-    const result = await reconciler.reconcile([]);
+    const result = await reconciler.reconcile([], { prune: true });
     expect(result.outcomes).toMatchObject([{ claim: 'default/kept', result: 'deleted' }]);
     expect(await databaseExists(a, 'kept')).toBe(true);
     expect(await rolesLike(a, 'kept')).toEqual(['kept', 'kept_a', 'kept_b']);
@@ -288,7 +288,7 @@ describe('deletion', () => {
         { databaseName: 'maybe', instanceLabel: 'athena', userName: 'maybe', deletionPolicy: 'Delete' },
       ]),
     );
-    const result = await reconciler.reconcile([], { claimSetComplete: false });
+    const result = await reconciler.reconcile([], { claimSetComplete: false, prune: true });
     expect(result).toMatchObject({ outcomes: [], deletionsSkipped: true });
     expect(await databaseExists(a, 'maybe')).toBe(true);
     expect(await exists(join(out, 'default', 'maybe', 'password'))).toBe(true);

@@ -64,7 +64,7 @@ describe('reconciler metrics and logs', () => {
     expect(await value(METRIC_NAMES.claims, { state: 'created' })).toBe(1);
     expect(await value(METRIC_NAMES.claims, { state: 'error' })).toBe(1);
 
-    await reconciler.reconcile(claims(good), { rotate: true });
+    await reconciler.reconcile(claims(good), { rotate: true, prune: true });
     seenPasswords.add((await readSecret(secretDir)).password!);
     expect(seenPasswords.size).toBe(3);
     expect(await value(METRIC_NAMES.usersCreated)).toBe(2);

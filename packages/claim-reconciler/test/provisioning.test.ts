@@ -33,32 +33,60 @@ function claim(name: string, spec: Record<string, string | number>) {
 }
 
 describe('provisioning a claim', () => {
-  const out = () => join(suite.work.path, 'out-provision');
-  let clock = new Date('2030-01-01T00:00:00Z');
-  const reconciler = () => new Reconciler({ config: suite.config, outputDir: out(), now: () => clock });
-  const claims = () =>
-    claim('orders', {
-      appId: 'orders',
+  /**
+   * A claim of its own (database, users and output folder named `name`), so that every test
+   * runs alone and in any order; `clock` moves forward to trigger rotations.
+   */
+  function claimSetup(name: string) {
+    const out = join(suite.work.path, `out-${name}`);
+    let clock = new Date('2030-01-01T00:00:00Z');
+    const claims = claim(name, {
+      appId: name,
       instanceLabel: 'atlas.orders',
-      userName: 'orders_user',
-      dsnName: 'orders.dsn',
+      userName: `${name}_user`,
+      dsnName: `${name}.dsn`,
     });
-  const secretDir = () => join(out(), 'default', 'orders');
-
-  /** Reconciles the claim, recording the action of every step it takes. */
-  async function reconcileRecordingSteps() {
-    const steps: string[] = [];
-    const result = await new Reconciler({
-      config: suite.config,
-      outputDir: out(),
+    const secretDir = join(out, 'default', name);
+    const reconciler = () => new Reconciler({ config: suite.config, outputDir: out, now: () => clock });
+    return {
+      out,
+      claims,
+      secretDir,
+      reconciler,
+      statusFile: statusPath(out, 'default', name),
       now: () => clock,
-      onStep: (s) => void steps.push(s.action),
-    }).reconcile(claims());
-    return { result, steps };
+      advance(minutes: number) {
+        clock = new Date(clock.getTime() + minutes * 60_000);
+      },
+      /** Reconciles the claim, recording the action of every step it takes. */
+      async reconcileRecordingSteps() {
+        const steps: string[] = [];
+        const result = await new Reconciler({
+          config: suite.config,
+          outputDir: out,
+          now: () => clock,
+          onStep: (step) => void steps.push(step.action),
+        }).reconcile(claims);
+        return { result, steps };
+      },
+    };
+  }
+
+  /** A claim reconciled once, with one row in table t (created through its secret). */
+  async function provisioned(name: string) {
+    const setup = claimSetup(name);
+    const result = await setup.reconciler().reconcile(setup.claims);
+    expect(result.outcomes).toMatchObject([{ result: 'created', activeUser: `${name}_user_a` }]);
+    await withSecretClient(setup.secretDir, async (client) => {
+      await client.query('CREATE TABLE t (id int primary key)');
+      await client.query('INSERT INTO t VALUES (1)');
+    });
+    return setup;
   }
 
   it('creates the database, a NOLOGIN base role and two login users, and publishes a secret that works', async () => {
-    const result = await reconciler().reconcile(claims());
+    const { claims, reconciler, secretDir, statusFile, now } = claimSetup('orders');
+    const result = await reconciler().reconcile(claims);
     expect(result.outcomes).toMatchObject([
       { claim: 'default/orders', result: 'created', activeUser: 'orders_user_a' },
     ]);
@@ -77,7 +105,7 @@ describe('provisioning a claim', () => {
     );
     expect(db.rows[0]?.owner).toBe('orders_user');
 
-    const secret = await readSecret(secretDir());
+    const secret = await readSecret(secretDir);
     expect(secret).toMatchObject({
       hostname: suite.cluster.host,
       port: String(suite.cluster.port),
@@ -86,53 +114,55 @@ describe('provisioning a claim', () => {
       sslmode: 'disable',
     });
     expect(secret.password?.length).toBe(20);
-    expect(await readFile(join(secretDir(), 'orders.dsn'), 'utf8')).toBe(secret['dsn.txt']);
-    expect(await readFile(join(secretDir(), 'uri_orders.dsn'), 'utf8')).toBe(secret['uri_dsn.txt']);
-    expect((await stat(join(secretDir(), 'password'))).mode & 0o777).toBe(0o600);
-    expect((await lstat(join(secretDir(), 'password'))).isSymbolicLink()).toBe(true);
+    expect(await readFile(join(secretDir, 'orders.dsn'), 'utf8')).toBe(secret['dsn.txt']);
+    expect(await readFile(join(secretDir, 'uri_orders.dsn'), 'utf8')).toBe(secret['uri_dsn.txt']);
+    expect((await stat(join(secretDir, 'password'))).mode & 0o777).toBe(0o600);
+    expect((await lstat(join(secretDir, 'password'))).isSymbolicLink()).toBe(true);
 
-    await withSecretClient(secretDir(), async (client) => {
+    await withSecretClient(secretDir, async (client) => {
       await client.query('CREATE TABLE t (id int primary key)');
       await client.query('INSERT INTO t VALUES (1)');
       const { rows: count } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM t');
       expect(count[0]?.n).toBe(1);
     });
 
-    const status = await readStatus(statusPath(out(), 'default', 'orders'));
+    const status = await readStatus(statusFile);
     expect(status).toMatchObject({
       error: null,
       matchedLabel: 'atlas',
       activeUser: 'orders_user_a',
-      dbCreatedAt: clock.toISOString(),
-      connectionInfoUpdatedAt: clock.toISOString(),
-      userUpdatedAt: clock.toISOString(),
+      dbCreatedAt: now().toISOString(),
+      connectionInfoUpdatedAt: now().toISOString(),
+      userUpdatedAt: now().toISOString(),
     });
     expect(JSON.stringify(status)).not.toContain(secret.password);
   });
 
   it('changes nothing when run again: same roles, same secret, same status', async () => {
-    const roles = await rolesLike(suite.cluster, 'orders_user');
-    const dataDir = await readlink(join(secretDir(), '..data'));
-    const statusText = await readFile(statusPath(out(), 'default', 'orders'), 'utf8');
-    clock = new Date(clock.getTime() + 59 * 60_000); // inside the 60-minute period
+    const setup = await provisioned('again');
+    const roles = await rolesLike(suite.cluster, 'again_user');
+    const dataDir = await readlink(join(setup.secretDir, '..data'));
+    const statusText = await readFile(setup.statusFile, 'utf8');
+    setup.advance(59); // inside the 60-minute period
 
-    const { result, steps } = await reconcileRecordingSteps();
+    const { result, steps } = await setup.reconcileRecordingSteps();
 
     expect(result.outcomes).toMatchObject([{ result: 'unchanged', actions: [] }]);
     expect(steps).toEqual([]);
-    expect(await rolesLike(suite.cluster, 'orders_user')).toEqual(roles);
-    expect(await readlink(join(secretDir(), '..data'))).toBe(dataDir);
-    expect(await readFile(statusPath(out(), 'default', 'orders'), 'utf8')).toBe(statusText);
+    expect(await rolesLike(suite.cluster, 'again_user')).toEqual(roles);
+    expect(await readlink(join(setup.secretDir, '..data'))).toBe(dataDir);
+    expect(await readFile(setup.statusFile, 'utf8')).toBe(statusText);
   });
 
   it('rotates after the period: only the inactive user gets a new password, the previous one keeps working', async () => {
-    const before = await readSecret(secretDir());
-    clock = new Date(clock.getTime() + 2 * 60_000); // 61 minutes after the first publish
-    const { result, steps } = await reconcileRecordingSteps();
+    const setup = await provisioned('aging');
+    const before = await readSecret(setup.secretDir);
+    setup.advance(61); // 61 minutes after the first publish
+    const { result, steps } = await setup.reconcileRecordingSteps();
 
-    expect(result.outcomes).toMatchObject([{ result: 'rotated', activeUser: 'orders_user_b' }]);
+    expect(result.outcomes).toMatchObject([{ result: 'rotated', activeUser: 'aging_user_b' }]);
     expect(steps).toEqual([
-      'set-password orders_user_b',
+      'set-password aging_user_b',
       'publish-secret',
       'publish-secret:write-files',
       'publish-secret:swap-data',
@@ -140,35 +170,42 @@ describe('provisioning a claim', () => {
       'write-status',
       'rename-status',
     ]);
-    const after = await readSecret(secretDir());
-    expect(after.username).toBe('orders_user_b');
+    const after = await readSecret(setup.secretDir);
+    expect(after.username).toBe('aging_user_b');
     expect(after.password).not.toBe(before.password);
-    expect(await canLogin(suite.cluster, 'orders_user_a', before.password!, 'orders')).toBe(true);
-    await withSecretClient(secretDir(), async (client) => {
+    expect(await canLogin(suite.cluster, 'aging_user_a', before.password!, 'aging')).toBe(true);
+    await withSecretClient(setup.secretDir, async (client) => {
       const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM t');
       expect(rows[0]?.n).toBe(1); // same data through the base role's privileges
     });
-    expect(await readStatus(statusPath(out(), 'default', 'orders'))).toMatchObject({
-      activeUser: 'orders_user_b',
-      userUpdatedAt: clock.toISOString(),
+    expect(await readStatus(setup.statusFile)).toMatchObject({
+      activeUser: 'aging_user_b',
+      userUpdatedAt: setup.now().toISOString(),
     });
   });
 
-  it('rotates on demand back to the first user, leaving the second one valid', async () => {
-    const before = await readSecret(secretDir());
-    const result = await reconciler().reconcile(claims(), { rotate: true });
-    expect(result.outcomes).toMatchObject([{ result: 'rotated', activeUser: 'orders_user_a' }]);
-    const after = await readSecret(secretDir());
-    expect(after.username).toBe('orders_user_a');
-    expect(await canLogin(suite.cluster, 'orders_user_b', before.password!, 'orders')).toBe(true);
-    expect(await canLogin(suite.cluster, 'orders_user_a', after.password!, 'orders')).toBe(true);
+  it('rotates on demand to the other user and back, leaving the previous one valid each time', async () => {
+    const setup = await provisioned('ondemand');
+    for (const [from, to] of [
+      ['ondemand_user_a', 'ondemand_user_b'],
+      ['ondemand_user_b', 'ondemand_user_a'],
+    ] as const) {
+      const before = await readSecret(setup.secretDir);
+      const result = await setup.reconciler().reconcile(setup.claims, { rotate: true });
+      expect(result.outcomes).toMatchObject([{ result: 'rotated', activeUser: to }]);
+      const after = await readSecret(setup.secretDir);
+      expect(after.username).toBe(to);
+      expect(await canLogin(suite.cluster, from, before.password!, 'ondemand')).toBe(true);
+      expect(await canLogin(suite.cluster, to, after.password!, 'ondemand')).toBe(true);
+    }
   });
 
   it('repairs a secret whose password no longer logs in, by rotating to the other user', async () => {
-    await suite.cluster.query("ALTER ROLE orders_user_a PASSWORD 'changed-behind-our-back'");
-    const result = await reconciler().reconcile(claims());
-    expect(result.outcomes).toMatchObject([{ result: 'repaired', activeUser: 'orders_user_b' }]);
-    await withSecretClient(secretDir(), (client) => client.query('SELECT 1'));
+    const setup = await provisioned('repair');
+    await suite.cluster.query("ALTER ROLE repair_user_a PASSWORD 'changed-behind-our-back'");
+    const result = await setup.reconciler().reconcile(setup.claims);
+    expect(result.outcomes).toMatchObject([{ result: 'repaired', activeUser: 'repair_user_b' }]);
+    await withSecretClient(setup.secretDir, (client) => client.query('SELECT 1'));
   });
 });
 

@@ -144,7 +144,8 @@ export class AtomicSecretWriter {
     return run;
   }
 
-  private async sweepNow(): Promise<string[]> {
+  /** Names {@link sweep} would remove now: timestamped folders `..data` does not point to. */
+  async staleEntries(): Promise<string[]> {
     let entries: string[];
     try {
       entries = await readdir(this.targetDir);
@@ -153,9 +154,11 @@ export class AtomicSecretWriter {
       throw error;
     }
     const current = await this.currentDataDir();
-    const stale = entries.filter(
-      (name) => name.startsWith('..') && name !== DATA_DIR_NAME && name !== current,
-    );
+    return entries.filter((name) => name.startsWith('..') && name !== DATA_DIR_NAME && name !== current);
+  }
+
+  private async sweepNow(): Promise<string[]> {
+    const stale = await this.staleEntries();
     for (const name of stale) await rm(join(this.targetDir, name), { recursive: true, force: true });
     return stale;
   }

@@ -1,0 +1,45 @@
+/** A master connection that cannot connect says which fragment key, host and user failed. */
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { MasterConnection } from '../src/master-connection.js';
+import type { FragmentKey } from '../src/reconciler-config.js';
+
+/** A local port with nothing listening (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('master connection errors', () => {
+  it('name the fragment key, host and user, never the password', async () => {
+    const port = await closedPort();
+    const fragment: FragmentKey = {
+      label: 'atlas.reports',
+      host: '127.0.0.1',
+      port,
+      username: 'admin',
+      sslmode: 'disable',
+      password: { kind: 'file', path: '/nonexistent' },
+      deletionPolicy: undefined,
+    };
+    const master = new MasterConnection(
+      { label: fragment.label, host: fragment.host, port, fragment },
+      'master-secret-123',
+      1,
+    );
+    try {
+      const error = await master.query('SELECT 1').catch((e: Error & { code?: string }) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect((error as Error).message).toMatch(
+        new RegExp(`^fragment key atlas\\.reports \\(admin@127\\.0\\.0\\.1:${port}\\): .*ECONNREFUSED`),
+      );
+      expect((error as { code?: string }).code).toBe('ECONNREFUSED');
+      expect((error as Error).message).not.toContain('master-secret-123');
+    } finally {
+      await master.close();
+    }
+  });
+});
