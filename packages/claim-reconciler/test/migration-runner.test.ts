@@ -16,6 +16,7 @@ import {
   runMigration,
 } from '../src/migration/online-migration.js';
 import type { SqlClient } from '../src/migration/sql-client.js';
+import { MOVE_STEPS } from './migration-steps.js';
 
 let a: PostgresCluster;
 let b: PostgresCluster;
@@ -173,19 +174,7 @@ describe('online migration state machine', () => {
     );
     expect(BigInt(next.rows[0]!.id)).toBeGreaterThan(1001n);
     expect(await replicationObjects(name)).toEqual({ slots: 0, pubs: 0, subs: 0, logins: 0 });
-    expect(hooks.steps).toEqual([
-      'copy-schema',
-      'create-publication',
-      'truncate-target-tables',
-      'set-replication-login',
-      'create-subscription',
-      'advance-sequences',
-      'lock-source-logins',
-      'drop-subscription',
-      'drop-replication-slot',
-      'drop-publication',
-      'drop-replication-login',
-    ]);
+    expect(hooks.steps).toEqual(MOVE_STEPS);
   });
 
   it('reports a replication conflict and keeps the source and its slot until it is resolved', async () => {

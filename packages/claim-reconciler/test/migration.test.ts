@@ -9,15 +9,8 @@ import { Pool } from 'hotload-pg';
 import { type PostgresCluster, startCluster, WorkerLoad } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type DatabaseClaim,
-  parseClaims,
-  parseReconcilerConfig,
-  Reconciler,
-  type ReconcilerConfig,
-  readStatus,
-  statusPath,
-} from '../src/index.js';
+import type { DatabaseClaim, ReconcilerConfig } from '../src/index.js';
+import { parseClaims, parseReconcilerConfig, Reconciler, readStatus, statusPath } from '../src/index.js';
 import { claimYaml, configYaml, tempDir, withSecretClient, writeMasterPassword } from './fixtures.js';
 
 let a: PostgresCluster;
@@ -337,5 +330,35 @@ describe('instance change with online migration', () => {
     expect(await withSecretClient(dir, async (c) => (await c.query('SELECT id FROM t')).rows)).toEqual([
       { id: 1 },
     ]);
+  });
+  it('a target that fails mid-migration leaves the application on the source; the move resumes when it is back', async () => {
+    const out = join(work.path, 'out-fragile');
+    const r = reconciler(out);
+    const dir = join(out, 'default', 'fragile');
+    const base = { deletionPolicy: 'Delete', cutover: 'Manual' };
+    await r.reconcile(claims('fragile', { ...base, instanceLabel: 'atlas' }));
+    await withSecretClient(dir, (c) =>
+      c.query("CREATE TABLE t (id serial PRIMARY KEY, v text); INSERT INTO t (v) VALUES ('before')"),
+    );
+    const moving = claims('fragile', { ...base, instanceLabel: 'atlas.recyclebin' });
+    expect((await r.reconcile(moving)).outcomes).toMatchObject([{ result: 'migrating' }]);
+
+    await b.shutdown('immediate');
+    try {
+      const failed = await r.reconcile(moving);
+      expect(failed.outcomes).toMatchObject([{ result: 'error' }]);
+      expect(await port(dir)).toBe(a.port);
+      // The application keeps working on the source meanwhile.
+      await withSecretClient(dir, (c) => c.query(`INSERT INTO t (v) VALUES ('while the target was down')`));
+      expect((await readStatus(statusPath(out, 'default', 'fragile')))?.error).toEqual(expect.any(String));
+    } finally {
+      await b.restart();
+    }
+    const approved = claims('fragile', { ...base, instanceLabel: 'atlas.recyclebin', cutoverApproved: true });
+    expect((await r.reconcile(approved)).outcomes).toMatchObject([{ result: 'moved' }]);
+    expect(await port(dir)).toBe(b.port);
+    expect(
+      await withSecretClient(dir, async (c) => (await c.query('SELECT v FROM t ORDER BY id')).rows),
+    ).toEqual([{ v: 'before' }, { v: 'while the target was down' }]);
   });
 });
