@@ -3,6 +3,7 @@
  * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
  */
 
+export { CANARY_SECRET_SUFFIX } from './claim-migration.js';
 export type { ClaimReconcile } from './claim-outcome.js';
 export type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 export {
@@ -35,6 +36,9 @@ export {
 } from './claim-status.js';
 export { matchFragmentKey } from './fragment-matcher.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
+export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
+export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
+export type { MigrationOptions } from './migration/online-migration.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
 export { formatProblem, type Problem } from './problems.js';
 export {

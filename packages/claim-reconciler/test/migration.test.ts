@@ -3,7 +3,7 @@
  * (schema copy, logical replication, cutover, drain) between two real clusters with
  * wal_level=logical, while a hotload-pg pool on the published secret keeps writing.
  */
-import { access, readFile } from 'node:fs/promises';
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Pool } from 'hotload-pg';
 import { type PostgresCluster, startCluster, WorkerLoad } from 'hotload-test-support';
@@ -11,6 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseClaim, ReconcilerConfig } from '../src/index.js';
 import { parseClaims, parseReconcilerConfig, Reconciler, readStatus, statusPath } from '../src/index.js';
+import { runCli } from './cli-runner.js';
 import { claimYaml, configYaml, tempDir, withSecretClient, writeMasterPassword } from './fixtures.js';
 
 let a: PostgresCluster;
@@ -18,6 +19,7 @@ let b: PostgresCluster;
 let plain: PostgresCluster;
 let work: { path: string; cleanup: () => Promise<void> };
 let config: ReconcilerConfig;
+let configFile: string;
 
 beforeAll(async () => {
   [a, b, plain] = await Promise.all([
@@ -29,14 +31,14 @@ beforeAll(async () => {
   const files = await Promise.all(
     [a, b, plain].map((cluster, i) => writeMasterPassword(work.path, cluster, `master-${i}`)),
   );
-  config = parseReconcilerConfig(
-    configYaml({
-      atlas: { cluster: a, passwordFile: files[0]! },
-      'atlas.recyclebin': { cluster: b, passwordFile: files[1]! },
-      legacy: { cluster: plain, passwordFile: files[2]! },
-    }),
-    join(work.path, 'config.yaml'),
-  );
+  const text = configYaml({
+    atlas: { cluster: a, passwordFile: files[0]! },
+    'atlas.recyclebin': { cluster: b, passwordFile: files[1]! },
+    legacy: { cluster: plain, passwordFile: files[2]! },
+  });
+  configFile = join(work.path, 'config.yaml');
+  await writeFile(configFile, text);
+  config = parseReconcilerConfig(text, configFile);
 });
 
 afterAll(async () => {
@@ -245,6 +247,23 @@ describe('instance change with online migration', () => {
     expect(status).toMatchObject({ binding: { port: a.port }, migration: { migrating: 'schema' } });
     expect(status?.error).toContain('function public.stamp');
     expect(await leftovers('refuser')).toEqual({ slots: 0, logins: 0, publications: 0, subscriptions: 0 });
+
+    // The CLI's exit code says it failed.
+    const claimsDir = join(work.path, 'claims-refuser');
+    await mkdir(claimsDir, { recursive: true });
+    await writeFile(
+      join(claimsDir, 'claim.yaml'),
+      claimYaml('refuser', {
+        databaseName: 'refuser',
+        userName: 'refuser',
+        instanceLabel: 'atlas.recyclebin',
+        deletionPolicy: 'Delete',
+      }),
+    );
+    const cli = await runCli(['reconcile', '--config', configFile, '--claims', claimsDir, '--out', out]);
+    expect(cli.code).toBe(1);
+    expect(cli.stdout).toContain('trigger t_stamp on t (triggers are not copied)');
+    expect(await port(dir)).toBe(a.port);
   });
 
   it('names wal_level when the source cannot publish, and leaves the claim where it is', async () => {
