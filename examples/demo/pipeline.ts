@@ -90,10 +90,11 @@ export async function runPipelineDemo(options: PipelineOptions): Promise<Pipelin
   try {
     // Each started cluster is recorded at once, so a failure of the other still stops it.
     // wal_level=logical: the move migrates the data by logical replication.
-    const start = () =>
-      startCluster({ settings: { wal_level: 'logical' } }).then(
-        (cluster) => (clusters.push(cluster), cluster),
-      );
+    const start = async () => {
+      const cluster = await startCluster({ settings: { wal_level: 'logical' } });
+      clusters.push(cluster);
+      return cluster;
+    };
     const [first, second] = await Promise.all([start(), start()]);
     return await runAgainst(first, second, workDir, options);
   } finally {
