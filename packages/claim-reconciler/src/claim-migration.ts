@@ -35,9 +35,21 @@ import { claimNames, Provisioner } from './provisioner.js';
 import { type ReconcileError, retryable, terminal } from './reconcile-result.js';
 import { inactiveUser, setVerifiedPassword } from './rotation.js';
 import type { PublishedCredentials } from './secret-publisher.js';
+import { performStep } from './steps.js';
 
 /** Suffix of the canary secret published during a manual cutover. */
 export const CANARY_SECRET_SUFFIX = '-canary';
+
+/**
+ * Thrown by the migration's step hook in a dry run (the hook said `skip`): a migration
+ * cannot pretend a step happened and go on (the next phase reads what the step made), so
+ * the pass stops there and reports the step the move would take next.
+ */
+class DryRunStop extends Error {
+  constructor(readonly action: string) {
+    super(`dry run: the migration would ${action} next`);
+  }
+}
 
 /** Requeue delay while a migration waits (copy, catch-up, drain, approval). */
 const MIGRATION_REQUEUE_MILLIS = 1_000;
@@ -82,8 +94,14 @@ export async function reconcileMigration(
       manualCutover: input.claim.cutover === 'Manual',
       now: context.now,
     });
-    context.metrics?.migrationStarted?.();
     input.actions.push(`migrating ${describe(source)} → ${describe(input.binding)}`);
+    // Its own step: a dry run stops here, before the target (not provisioned in a dry run) is read.
+    if (!(await performStep(context.onStep, { claim: input.claim.key, action: 'begin-migration' }))) {
+      return new ClaimMigration(context, input, status!, state).dryRunOutcome(
+        new DryRunStop('begin-migration'),
+      );
+    }
+    context.metrics?.migrationStarted?.();
   } else if (state.manualCutover !== (input.claim.cutover === 'Manual') && beforeCutover(state)) {
     state = { ...state, manualCutover: input.claim.cutover === 'Manual' };
   }
@@ -124,6 +142,7 @@ class ClaimMigration {
       await this.write({ ...this.#status, retired: remaining.bindings, error });
       return this.outcome('moved', 'done', error ?? undefined);
     } catch (error) {
+      if (error instanceof DryRunStop) return this.dryRunOutcome(error);
       context.metrics?.migrationFailed?.();
       const message = `migration to ${describe(this.#state.target)} (${this.#state.migrating}): ${errorMessage(error)}`;
       await this.save({ ...this.#state, error: message }).catch(() => {});
@@ -140,7 +159,8 @@ class ClaimMigration {
     );
     return {
       step: async (action) => {
-        await context.onStep?.({ claim: input.claim.key, action });
+        if (!(await performStep(context.onStep, { claim: input.claim.key, action })))
+          throw new DryRunStop(action);
       },
       save: (state) => this.save(state),
       publishTarget: () => this.publishTarget(),
@@ -154,8 +174,8 @@ class ClaimMigration {
       },
       removeCanary: async () => {
         if (!(await canary.read())) return;
-        await context.onStep?.({ claim: input.claim.key, action: 'remove-canary-secret' });
-        await canary.remove();
+        if (await performStep(context.onStep, { claim: input.claim.key, action: 'remove-canary-secret' }))
+          await canary.remove();
       },
       cutoverApproved: input.claim.cutoverApproved === true,
     };
@@ -201,7 +221,8 @@ class ClaimMigration {
     const announce = async (step: string) => {
       await context.onStep?.({ claim: input.claim.key, action: step });
     };
-    await announce(action);
+    if (!(await performStep(context.onStep, { claim: input.claim.key, action })))
+      throw new DryRunStop(action);
     await sink.publish({ ...login, username: user, password }, input.claim.dsnName, announce);
   }
 
@@ -220,6 +241,11 @@ class ClaimMigration {
   private async write(status: ClaimStatus): Promise<void> {
     this.#status = { ...status, migration: this.#state };
     await this.context.ports.statuses.write(this.#status, this.context.onStep);
+  }
+
+  /** The outcome of a dry run stopped at `stop`. */
+  dryRunOutcome(stop: DryRunStop): ClaimReconcile {
+    return this.outcome('migrating', `${this.#state.migrating} (${stop.message})`);
   }
 
   private outcome(result: 'migrating' | 'moved', phase: string, error?: string): ClaimReconcile {
@@ -255,6 +281,7 @@ async function abandon(
   try {
     await abandonMigration(state, await migrationEndpoints(context, state), migration.hooks());
   } catch (error) {
+    if (error instanceof DryRunStop) return migration.dryRunOutcome(error);
     return input.fail(
       retryable(`abandoning the migration to ${describe(state.target)}: ${errorMessage(error)}`),
     );

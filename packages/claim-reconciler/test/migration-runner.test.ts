@@ -158,6 +158,7 @@ describe('online migration state machine', () => {
       'streaming',
       'cutover',
       'draining',
+      'draining', // final position confirmed, before the link is dropped
       'done',
     ]);
 

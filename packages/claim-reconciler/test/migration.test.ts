@@ -350,6 +350,36 @@ describe('instance change with online migration', () => {
       { id: 1 },
     ]);
   });
+  it('a dry run stops at the first migration step and changes nothing', async () => {
+    const out = join(work.path, 'out-dry');
+    const dir = join(out, 'default', 'dryer');
+    await reconciler(out).reconcile(claims('dryer', { instanceLabel: 'atlas', deletionPolicy: 'Delete' }));
+    await withSecretClient(dir, (c) =>
+      c.query('CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)'),
+    );
+    const steps: string[] = [];
+    const dry = new Reconciler({
+      config,
+      outputDir: out,
+      onStep: ({ action }) => {
+        steps.push(action);
+        return 'skip';
+      },
+    });
+    const result = await dry.reconcile(
+      claims('dryer', { instanceLabel: 'atlas.recyclebin', deletionPolicy: 'Delete' }),
+    );
+    expect(result.outcomes[0]!.error).toBeUndefined();
+    expect(result.outcomes).toMatchObject([{ result: 'migrating' }]);
+    expect(result.outcomes[0]!.actions.at(-1)).toBe(
+      'migration schema (dry run: the migration would begin-migration next)',
+    );
+    expect(steps.at(-1)).toBe('begin-migration');
+    expect(await databaseExists(b, 'dryer')).toBe(false);
+    expect(await port(dir)).toBe(a.port);
+    expect((await readStatus(statusPath(out, 'default', 'dryer')))?.migration ?? null).toBeNull();
+  });
+
   it('a target that fails mid-migration leaves the application on the source; the move resumes when it is back', async () => {
     const out = join(work.path, 'out-fragile');
     const r = reconciler(out);

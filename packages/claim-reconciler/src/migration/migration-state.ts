@@ -55,6 +55,8 @@ export interface MigrationState {
   readonly cutoverAt: string | null;
   /** The source WAL position the target had to confirm before the link was dropped. */
   readonly finalLsn: string | null;
+  /** When the target confirmed {@link finalLsn} (every table copied too): the link may go. */
+  readonly finalConfirmedAt: string | null;
   /** Source sessions terminated after the drain grace period. */
   readonly sessionsTerminated: number | null;
   readonly completedAt: string | null;
@@ -86,6 +88,7 @@ export function newMigration(options: {
     conflict: null,
     cutoverAt: null,
     finalLsn: null,
+    finalConfirmedAt: null,
     sessionsTerminated: null,
     completedAt: null,
     error: null,

@@ -172,17 +172,18 @@ class MigrationPass {
           endpoints.baseRole,
           state.tables,
         );
-        const reading = await this.waitFor(link, state, (p) => p.tablesReady === p.tablesTotal);
+        const reading = await this.waitFor(link, state, allTablesReady);
         const progressed = { ...state, ...progressFields(reading.progress) };
         if (!reading.reached) return pause(progressed);
         const rowsCopied = await countRows(target, state.tables);
         return go({ ...progressed, migrating: 'streaming', rowsCopied });
       }
       case 'streaming': {
+        // Every table ready again too: a target that restarted may be copying a table anew.
         const reading = await this.waitFor(
           link,
           state,
-          (p) => p.lagBytes !== null && p.lagBytes <= settings.maxCutoverLagBytes,
+          (p) => allTablesReady(p) && p.lagBytes !== null && p.lagBytes <= settings.maxCutoverLagBytes,
         );
         const progressed = { ...state, ...progressFields(reading.progress) };
         if (!reading.reached) return pause(progressed);
@@ -207,15 +208,21 @@ class MigrationPass {
           settings.drainGraceMillis,
           this.step,
         );
-        // The subscription is dropped only after the target confirmed the final position:
-        // a run killed while removing the link has nothing left to wait for.
         let progressed: MigrationState = { ...state, sessionsTerminated: drained.terminated };
-        if (await link.hasSubscription(target)) {
+        // Persisted before the link is dropped: a run killed while removing it goes on.
+        if (state.finalConfirmedAt === null) {
+          if (!(await link.hasSubscription(target))) {
+            throw new Error(
+              'the subscription on the target disappeared before it confirmed the final position; the source is kept',
+            );
+          }
           const finalLsn = await finalWalPosition(source);
           const final = { ...progressed, finalLsn };
           const reading = await this.waitFor(link, final, () => false, finalLsn);
           progressed = { ...final, ...progressFields(reading.progress) };
           if (!reading.reached) return pause(progressed);
+          progressed = { ...progressed, finalConfirmedAt: new Date().toISOString() };
+          await this.hooks.save(progressed);
         }
         await advanceSequences(source, target, 0, this.step);
         await link.remove(source, target);
@@ -255,7 +262,9 @@ class MigrationPass {
     let conflictSince: number | undefined;
     for (;;) {
       const progress = await readReplicationProgress(this.source, this.target, link.name);
-      const reached = lsn ? await confirmedPosition(this.source, link.name, lsn) : goal(progress);
+      const reached = lsn
+        ? allTablesReady(progress) && (await confirmedPosition(this.source, link.name, lsn))
+        : goal(progress);
       if (reached) return { reached, progress };
       const errors = Object.values(progress.errors).reduce((sum, n) => sum + n, 0);
       if (errorsSeen !== undefined && errors > errorsSeen) conflictSince ??= Date.now();
@@ -269,6 +278,15 @@ class MigrationPass {
       await new Promise((resolve) => setTimeout(resolve, settings.pollMillis));
     }
   }
+}
+
+/**
+ * Every table's initial copy is done (state `r`). The slot's confirmed position covers
+ * only the streamed changes: a table still being copied (again, after a target restart)
+ * is not on the target yet whatever the position says.
+ */
+function allTablesReady(progress: ReplicationProgress): boolean {
+  return progress.tablesReady === progress.tablesTotal;
 }
 
 /** The progress readings kept in the state; a reading clears an earlier conflict and error. */
