@@ -218,6 +218,40 @@ describe('online migration state machine', () => {
     expect(await replicationObjects(name)).toEqual({ slots: 0, pubs: 0, subs: 0, logins: 0 });
   });
 
+  it('copies again when the subscription is gone before cutover (a target that lost it)', async () => {
+    const name = 'lost_app';
+    await Promise.all([prepare(a, name), prepare(b, name)]);
+    await withDatabase(a, name, (c) =>
+      c.query(
+        `SET ROLE ${name}; CREATE TABLE t (id serial PRIMARY KEY, v text); INSERT INTO t (v) VALUES ('one')`,
+      ),
+    );
+    const hooks = new RecordingHooks();
+    const ends = endpoints(a, b, name);
+    const streaming = await runMigration(
+      newMigration({
+        source: binding(a, name),
+        target: binding(b, name),
+        replicationName: 'hotload_mig_lost',
+        manualCutover: true,
+        now: new Date(),
+      }),
+      ends,
+      hooks,
+    );
+    expect(streaming.migrating).toBe('streaming');
+    await withDatabase(b, name, (c) => c.query('DROP SUBSCRIPTION hotload_mig_lost'));
+    await withDatabase(a, name, (c) => c.query(`INSERT INTO t (v) VALUES ('two')`));
+    hooks.cutoverApproved = true;
+    const done = await runMigration(streaming, ends, hooks, { drainGraceMillis: 1000 });
+    expect(done.migrating).toBe('done');
+    expect(hooks.saved.map((s) => s.migrating)).toContain('copying');
+    expect((await withDatabase(b, name, (c) => c.query('SELECT v FROM t ORDER BY id'))).rows).toEqual([
+      { v: 'one' },
+      { v: 'two' },
+    ]);
+  });
+
   it('refuses a source without wal_level=logical, naming the setting, and creates nothing', async () => {
     const name = 'nowal_app';
     await Promise.all([prepare(plain, name), prepare(b, name)]);

@@ -404,7 +404,8 @@ describe('instance change with online migration', () => {
       await b.restart();
     }
     const approved = claims('fragile', { ...base, instanceLabel: 'atlas.recyclebin', cutoverApproved: true });
-    expect((await r.reconcile(approved)).outcomes).toMatchObject([{ result: 'moved' }]);
+    const resumed = (await r.reconcile(approved)).outcomes[0];
+    expect(resumed, JSON.stringify(resumed)).toMatchObject({ result: 'moved' });
     expect(await port(dir)).toBe(b.port);
     expect(
       await withSecretClient(dir, async (c) => (await c.query('SELECT v FROM t ORDER BY id')).rows),

@@ -179,6 +179,7 @@ class MigrationPass {
         return go({ ...progressed, migrating: 'streaming', rowsCopied });
       }
       case 'streaming': {
+        if (!(await link.hasSubscription(target))) return go(recopy(state));
         // Every table ready again too: a target that restarted may be copying a table anew.
         const reading = await this.waitFor(
           link,
@@ -194,6 +195,7 @@ class MigrationPass {
         return go({ ...progressed, migrating: 'cutover' });
       }
       case 'cutover': {
+        if (!(await link.hasSubscription(target))) return go(recopy(state));
         // DDL run on the source since the copy is not replicated: stop before the move.
         await verifySchema(source, target);
         await advanceSequences(source, target, settings.sequenceGap, this.step);
@@ -278,6 +280,15 @@ class MigrationPass {
       await new Promise((resolve) => setTimeout(resolve, settings.pollMillis));
     }
   }
+}
+
+/**
+ * Back to `copying` when the subscription is gone before cutover (a target that crashed
+ * with its creation not yet on disk, or dropped by hand): the application is still on the
+ * source, so the target's tables are emptied and copied again.
+ */
+function recopy(state: MigrationState): MigrationState {
+  return { ...state, migrating: 'copying', tablesReady: 0, rowsCopied: null };
 }
 
 /**
