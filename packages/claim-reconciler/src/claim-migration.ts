@@ -355,3 +355,33 @@ function sameDatabase(a: Binding, b: Binding): boolean {
 function describe(binding: Binding): string {
   return `${instanceId(binding)}/${binding.databaseName}`;
 }
+
+/**
+ * A claim deleted in the middle of a migration: drops the replication link (no slot may
+ * keep WAL on the source for a claim that is gone) and the canary secret, and returns the
+ * migration's locations the status does not list yet, for the deletion policy.
+ */
+export async function dropMigrationOf(context: ClaimContext, status: ClaimStatus): Promise<Binding[]> {
+  const state = status.migration;
+  if (!inProgress(state)) return [];
+  const step = async (action: string) => {
+    if (!(await performStep(context.onStep, { claim: status.claim, action }))) throw new DryRunStop(action);
+  };
+  const canary = context.ports.secretFor(status.namespace, `${status.secretName}${CANARY_SECRET_SUFFIX}`);
+  await abandonMigration(state, await migrationEndpoints(context, state), {
+    step,
+    save: async () => {},
+    publishTarget: async () => {},
+    publishCanary: async () => canary.location,
+    removeCanary: async () => {
+      if (
+        (await canary.read()) &&
+        (await performStep(context.onStep, { claim: status.claim, action: 'remove-canary-secret' }))
+      )
+        await canary.remove();
+    },
+    cutoverApproved: false,
+  });
+  const listed = [...(status.binding ? [status.binding] : []), ...status.retired];
+  return [state.source, state.target].filter((b) => !listed.some((known) => sameDatabase(known, b)));
+}

@@ -350,6 +350,26 @@ describe('instance change with online migration', () => {
       { id: 1 },
     ]);
   });
+  it('a claim deleted mid-migration drops the replication, the canary secret and both databases (Delete)', async () => {
+    const out = join(work.path, 'out-deleted');
+    const r = reconciler(out);
+    const base = { deletionPolicy: 'Delete', cutover: 'Manual' };
+    await r.reconcile(claims('quitter', { ...base, instanceLabel: 'atlas' }));
+    await withSecretClient(join(out, 'default', 'quitter'), (c) =>
+      c.query('CREATE TABLE t (id int PRIMARY KEY)'),
+    );
+    expect(
+      (await r.reconcile(claims('quitter', { ...base, instanceLabel: 'atlas.recyclebin' }))).outcomes,
+    ).toMatchObject([{ result: 'migrating' }]);
+    const gone = await r.reconcile([], { prune: true });
+    expect(gone.outcomes).toMatchObject([{ claim: 'default/quitter', result: 'deleted' }]);
+    expect(gone.outcomes[0]!.actions).toContain('dropped the migration in progress');
+    expect(await leftovers('quitter')).toEqual({ slots: 0, logins: 0, publications: 0, subscriptions: 0 });
+    expect(await databaseExists(a, 'quitter')).toBe(false);
+    expect(await databaseExists(b, 'quitter')).toBe(false);
+    expect(await exists(join(out, 'default', 'quitter-canary'))).toBe(false);
+  });
+
   it('a dry run stops at the first migration step and changes nothing', async () => {
     const out = join(work.path, 'out-dry');
     const dir = join(out, 'default', 'dryer');
