@@ -16,9 +16,8 @@ import { retryable } from './reconcile-result.js';
 import { performStep } from './steps.js';
 
 /**
- * Deletes what the claim of `status` left behind, holding the claim's advisory lock (as
- * {@link reconcileClaim} does) and re-reading the status under it: another reconciler may
- * have finished the deletion meanwhile. Never throws.
+ * Deletes what the claim of `status` left behind, holding the claim's advisory lock and the
+ * secret's lock (as `reconcileClaim` does). Never throws.
  */
 export async function deleteClaim(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
   const binding = status.binding ?? status.retired[0];
@@ -26,16 +25,9 @@ export async function deleteClaim(context: ClaimContext, status: ClaimStatus): P
   if (!binding || !fragment) return deleteHoldingSecretLock(context, status);
   try {
     const master = await context.connections.get({ ...binding, fragment });
-    return await master.withAdvisoryLock(claimLockName(binding.userName), async () => {
-      const current = await context.ports.statuses.read(status.namespace, status.secretName);
-      if (!current || current.claim !== status.claim) {
-        const location = context.ports.secretFor(status.namespace, status.secretName).location;
-        return {
-          outcome: { claim: status.claim, result: 'deleted', actions: [], secretDirectory: location },
-        };
-      }
-      return deleteHoldingSecretLock(context, current);
-    });
+    return await master.withAdvisoryLock(claimLockName(binding.userName), () =>
+      deleteHoldingSecretLock(context, status),
+    );
   } catch (error) {
     const message = errorMessage(error);
     const location = context.ports.secretFor(status.namespace, status.secretName).location;
@@ -52,9 +44,22 @@ export async function deleteClaim(context: ClaimContext, status: ClaimStatus): P
   }
 }
 
+/**
+ * Holding the secret's lock, re-reads the status first: another reconciler may have
+ * finished the deletion meanwhile, or another claim (same secret name, a renamed claim)
+ * may own the secret now; either way there is nothing of this claim left to delete here.
+ */
 async function deleteHoldingSecretLock(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
   const sink = context.ports.secretFor(status.namespace, status.secretName);
-  return sink.lock(() => deleteLocked(context, status, sink));
+  return sink.lock(async () => {
+    const current = await context.ports.statuses.read(status.namespace, status.secretName);
+    if (!current || current.claim !== status.claim) {
+      return {
+        outcome: { claim: status.claim, result: 'deleted', actions: [], secretDirectory: sink.location },
+      };
+    }
+    return deleteLocked(context, current, sink);
+  });
 }
 
 async function deleteLocked(

@@ -16,16 +16,25 @@
  *   an error as a value (`retryable` or `terminal`) until the driver's edge makes it text.
  *
  * How a driver plugs in: it builds a {@link ClaimContext} per pass (master connections,
- * usage index, {@link ClaimPorts}) and calls {@link reconcileClaim} per claim (or
- * `deleteClaim` for a claim that is gone), and requeues by the result.
+ * usage index, {@link ClaimPorts}, its publisher id) and calls {@link reconcileClaim} per
+ * claim (or `deleteClaim` for a claim that is gone), and requeues by the result.
+ * - Locking is inside: each claim runs under the PostgreSQL advisory lock of its users on
+ *   the instance (`MasterConnection.withAdvisoryLock`, {@link claimLockName}), then the
+ *   sink's own lock (`SecretSink.lock`: a lock file in folder mode).
  * - The secret is published through {@link SecretSink} (`ports.secretFor(namespace,
  *   name)`): the folder mode uses the kubelet-style folder writer (`SecretPublisher`); a
  *   Kubernetes controller passes a Secret writer.
  * - The status is stored through {@link StatusStore} (`ports.statuses`): a status file in
  *   folder mode; a controller would write the claim's status subresource.
+ * - `ports.publisherId` names the one publisher of each claim (recorded on its base role);
+ *   a controller would use an id of its cluster, so a folder and a cluster never both
+ *   publish one claim.
  * - An instance change (the secret points at a location the claim no longer wants) goes
  *   to {@link reconcileMigration} before any plan: the data moves by an online migration,
  *   which publishes the target itself at cutover and retires the source afterwards.
+ * - Spec fields a driver cannot honour are refused in one place, `REFUSED_SPEC_FIELDS`
+ *   (claim-schema.ts): implementing `useExistingSource`/`sourceDataFrom` means removing
+ *   them there (a migration from such a source would start in claim-migration.ts).
  */
 
 import { cleanUpBindings } from './binding-cleanup.js';
@@ -211,8 +220,9 @@ export async function reconcileClaim(
   const target: InstanceTarget = { label: binding.label, host: binding.host, port: binding.port, fragment };
   const sink = ports.secretFor(claim.namespace, claim.secretName);
   const actions: string[] = [];
-  // Set inside the locked callback; typed wide so the catch below still tests it.
-  let phase = 'provision' as 'provision' | 'rotate';
+  // The plan, once made: a failure after it counts as a failed rotation, before it as a
+  // failed provisioning (the controller's two error metrics).
+  let planned: CredentialPlan | undefined;
   try {
     const master = await context.connections.get(target);
     // One reconciler at a time per claim users on an instance (claimLockName), and one
@@ -258,7 +268,7 @@ export async function reconcileClaim(
         forceRotation,
       });
       if (plan.kind === 'wait') return recordClaimError(context, claim, plan.error, binding.label, actions);
-      if (plan.kind === 'rotate') phase = 'rotate';
+      planned = plan;
       return await applyCredentials(context, {
         claim,
         binding,
@@ -273,7 +283,7 @@ export async function reconcileClaim(
     });
   } catch (error) {
     metrics?.provisioningError();
-    if (phase === 'rotate') metrics?.passwordRotateError();
+    if (planned?.kind === 'rotate') metrics?.passwordRotateError();
     else metrics?.userCreateError();
     return recordClaimError(context, claim, classifyError(error), binding.label, actions);
   }

@@ -94,12 +94,16 @@ function parseCli(argv: string[]): CliRequest {
     throw new UsageError('--config, --claims and --out are required');
   const resyncSeconds = wholeNumber(values['resync-seconds'], '--resync-seconds', 1);
   const concurrency = wholeNumber(values.concurrency, '--concurrency', 1);
-  const maxDeletions = wholeNumber(values['max-deletions'], '--max-deletions', 0);
+  const maxDeletions = wholeNumber(
+    values['max-deletions'] ?? String(DEFAULT_MAX_DELETIONS),
+    '--max-deletions',
+    0,
+  );
   const metricsPort = values['metrics-port'] === undefined ? undefined : Number(values['metrics-port']);
   if (metricsPort !== undefined && (!Number.isInteger(metricsPort) || metricsPort < 0 || metricsPort > 65535))
     throw new UsageError('--metrics-port must be a port number (0-65535)');
   if (metricsPort !== undefined && !values.watch) throw new UsageError('--metrics-port needs --watch');
-  if (values['max-deletions'] !== String(DEFAULT_MAX_DELETIONS) && !values.prune)
+  if (values['max-deletions'] !== undefined && !values.prune)
     throw new UsageError('--max-deletions needs --prune');
   if (values['dry-run'] && values.watch)
     throw new UsageError('--dry-run runs one pass; it cannot be used with --watch');
@@ -132,7 +136,7 @@ const OPTIONS = {
   'resync-seconds': { type: 'string', default: '60' },
   rotate: { type: 'boolean', default: false },
   prune: { type: 'boolean', default: false },
-  'max-deletions': { type: 'string', default: String(DEFAULT_MAX_DELETIONS) },
+  'max-deletions': { type: 'string' },
   'dry-run': { type: 'boolean', default: false },
   'take-over': { type: 'boolean', default: false },
   json: { type: 'boolean', default: false },

@@ -3,6 +3,7 @@
  * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
  */
 
+export { deleteClaim } from './claim-deletion.js';
 export { CANARY_SECRET_SUFFIX } from './claim-migration.js';
 export type { ClaimReconcile } from './claim-outcome.js';
 export type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
@@ -35,6 +36,7 @@ export {
   statusPath,
 } from './claim-status.js';
 export { matchFragmentKey } from './fragment-matcher.js';
+export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
@@ -87,3 +89,4 @@ export {
 } from './secret-publisher.js';
 export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './sql-identifiers.js';
 export type { Step, StepHook } from './steps.js';
+export { UsageIndex } from './usage-index.js';

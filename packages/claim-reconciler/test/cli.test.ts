@@ -174,6 +174,19 @@ describe('CLI manners', () => {
     expect(version.stdout.trim()).toBe(
       JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version,
     );
+    const noPrune = await runCli([
+      'reconcile',
+      '--max-deletions',
+      '1',
+      '--config',
+      'c',
+      '--claims',
+      'd',
+      '--out',
+      'o',
+    ]);
+    expect(noPrune.code).toBe(2);
+    expect(noPrune.stderr.split('\n')[0]).toBe('error: --max-deletions needs --prune');
     const bad = await runCli(['reconcile', '--bogus']);
     expect(bad.code).toBe(2);
     expect(bad.stdout).toBe('');

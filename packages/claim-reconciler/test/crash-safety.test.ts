@@ -34,12 +34,17 @@ afterAll(async () => {
 });
 
 /** A claims folder with one claim named `name` (also its user and database name). */
-async function claimsFolder(name: string): Promise<string> {
+async function claimsFolder(name: string, deletionPolicy = 'Orphan'): Promise<string> {
   const dir = join(work.path, `claims-${name}`);
   await mkdir(dir, { recursive: true });
   await writeFile(
     join(dir, 'claim.yaml'),
-    claimYaml(name.replace(/_/g, '-'), { databaseName: name, instanceLabel: 'main', userName: name }),
+    claimYaml(name.replace(/_/g, '-'), {
+      databaseName: name,
+      instanceLabel: 'main',
+      userName: name,
+      deletionPolicy,
+    }),
   );
   return dir;
 }
@@ -158,6 +163,52 @@ describe('crash safety', () => {
         ...PUBLISH_STEPS,
         'write-status',
         'rename-status',
+      ]);
+    },
+    LOOP_TIMEOUT_MILLIS,
+  );
+
+  it(
+    'completes a --prune deletion after a crash at every step of it',
+    async () => {
+      let completedAt: number | undefined;
+      const crashedAt: string[] = [];
+      for (let step = 1; step <= MAX_STEPS && completedAt === undefined; step++) {
+        const name = `crash_d${step}`;
+        const claims = await claimsFolder(name, 'Delete');
+        const out = join(work.path, `out-${name}`);
+        const args = ['reconcile', '--config', configFile, '--out', out];
+        expect((await runCli([...args, '--claims', claims])).code).toBe(0);
+        const empty = join(work.path, `claims-empty-${name}`);
+        await mkdir(empty, { recursive: true });
+        const run = await runCli([...args, '--claims', empty, '--prune'], {
+          HOTLOAD_RECONCILER_CRASH_AT_STEP: String(step),
+        });
+        if (run.signal === null) {
+          expect(run.code).toBe(0);
+          completedAt = step;
+        } else {
+          expect(run.signal).toBe('SIGKILL');
+          crashedAt.push(crashedAction(run.stderr).replace(/ crash_d\d+(_[ab])?$/, ''));
+        }
+        const restart = await runCli([...args, '--claims', empty, '--prune']);
+        expect(restart.stderr).toBe('');
+        expect(restart.code).toBe(0);
+        expect(await readdir(join(out, 'default'))).toEqual([]); // no secret, status or temp file
+        expect((await readdir(out)).sort()).toEqual(['.hotload-publisher-id', 'default']); // no lock left
+        const { rows } = await cluster.query(
+          'SELECT rolname FROM pg_roles WHERE starts_with(rolname, $1) UNION ALL SELECT datname FROM pg_database WHERE datname = $1',
+          [name],
+        );
+        expect(rows).toEqual([]);
+      }
+      expect(crashedAt).toEqual([
+        'remove-secret',
+        'drop-database',
+        'drop-role',
+        'drop-role',
+        'drop-role',
+        'remove-status',
       ]);
     },
     LOOP_TIMEOUT_MILLIS,

@@ -129,6 +129,35 @@ describe('deletion needs an explicit signal', () => {
   });
 });
 
+describe('a renamed claim keeping its secret name', () => {
+  it('--prune does not remove the secret the new claim now publishes', async () => {
+    const outputDir = join(suite.work.path, 'out-renamed');
+    const reconciler = new Reconciler({ config: suite.config, outputDir });
+    const parse = (name: string, instanceLabel: string) =>
+      parseClaims(
+        claimYaml(name, {
+          databaseName: 'renamed',
+          userName: 'renamed',
+          instanceLabel,
+          secretName: 'shared',
+        }),
+        `${name}.yaml`,
+      ).claims;
+    // The old claim never provisioned (its label matched nothing): a status with no binding.
+    expect((await reconciler.reconcile(parse('old-name', 'nowhere'))).outcomes).toMatchObject([
+      { result: 'error' },
+    ]);
+    const result = await reconciler.reconcile(parse('new-name', 'atlas'), { prune: true });
+    expect(result.outcomes).toMatchObject([
+      { claim: 'default/new-name', result: 'created' },
+      { claim: 'default/old-name', result: 'deleted', actions: [] },
+    ]);
+    const user = await readFile(join(outputDir, 'default', 'shared', 'username'), 'utf8');
+    const password = await readFile(join(outputDir, 'default', 'shared', 'password'), 'utf8');
+    expect(await canLogin(suite.cluster, user, password, 'renamed')).toBe(true);
+  });
+});
+
 describe('--dry-run', () => {
   it('prints every step of a first provisioning, takes none (no DDL, no folder), and lists what the real run does', async () => {
     const out = join(suite.work.path, 'out-dry');

@@ -8,12 +8,17 @@ import { join } from 'node:path';
 import * as promClient from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import {
+  type ClaimContext,
+  folderPorts,
+  MasterConnections,
   METRIC_NAMES,
   parseClaims,
   prometheusMetrics,
   Reconciler,
   readStatus,
+  reconcileClaim,
   statusPath,
+  UsageIndex,
 } from '../src/index.js';
 import {
   canLogin,
@@ -232,5 +237,44 @@ describe('metrics', () => {
     expect(await value(METRIC_NAMES.passwordsRotated)).toBe(2); // first password + one rotation
     expect(await value(METRIC_NAMES.claimsLoaded)).toBe(3);
     expect(await value(METRIC_NAMES.provisioningErrors)).toBe(0); // a label matching nothing is a claim error, not SQL
+  });
+});
+
+describe('reconcileClaim, the per-claim entry for other drivers', () => {
+  it('returns when to come back and keeps errors as values (retryable or terminal)', async () => {
+    const outputDir = join(suite.work.path, 'out-driver');
+    const connections = new MasterConnections();
+    const context: ClaimContext = {
+      config: suite.config,
+      connections,
+      usage: new UsageIndex(),
+      ports: folderPorts(outputDir),
+      now: new Date('2030-01-01T00:00:00Z'),
+      publisher: await folderPorts(outputDir).publisherId(undefined),
+    };
+    try {
+      const [good] = claim('driven', { databaseName: 'driven', instanceLabel: 'atlas', userName: 'driven' });
+      const created = await reconcileClaim(context, good!, false);
+      expect(created).toEqual({
+        outcome: expect.objectContaining({ claim: 'default/driven', result: 'created' }),
+        requeueAfterMillis: 60 * 60_000, // the rotation period of the suite's config
+      });
+      const later = await reconcileClaim({ ...context, now: new Date('2030-01-01T00:45:00Z') }, good!, false);
+      expect(later).toMatchObject({ outcome: { result: 'unchanged' }, requeueAfterMillis: 15 * 60_000 });
+
+      const [lost] = claim('lost-driven', {
+        databaseName: 'lost',
+        instanceLabel: 'nowhere',
+        userName: 'lost',
+      });
+      const failed = await reconcileClaim(context, lost!, false);
+      expect(failed.error).toEqual({
+        kind: 'terminal',
+        message: 'instanceLabel "nowhere" matches no fragment key (known: atlas)',
+      });
+      expect(failed.requeueAfterMillis).toBeUndefined();
+    } finally {
+      await connections.closeAll();
+    }
   });
 });
