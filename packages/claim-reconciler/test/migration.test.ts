@@ -61,6 +61,17 @@ function reconciler(out: string): Reconciler {
   return new Reconciler({ config, outputDir: out, migration: { drainGraceMillis: 10_000 } });
 }
 
+/** A `cutover: Manual` claim named `name`, provisioned on the source, with `schema` run through its secret. */
+async function canaryClaimOnSource(name: string, schema: string) {
+  const out = join(work.path, `out-${name}`);
+  const r = reconciler(out);
+  const dir = join(out, 'default', name);
+  const base = { deletionPolicy: 'Delete', cutover: 'Manual' };
+  await r.reconcile(claims(name, { ...base, instanceLabel: 'atlas' }));
+  await withSecretClient(dir, (c) => c.query(schema));
+  return { out, r, dir, base };
+}
+
 async function port(dir: string): Promise<number> {
   return Number(await readFile(join(dir, 'port'), 'utf8'));
 }
@@ -283,17 +294,11 @@ describe('instance change with online migration', () => {
   });
 
   it('canary: replicates, publishes <secret>-canary, cuts over only when approved', async () => {
-    const out = join(work.path, 'out-canary');
-    const r = reconciler(out);
-    const dir = join(out, 'default', 'bird');
-    const canaryDir = join(out, 'default', 'bird-canary');
-    const base = { deletionPolicy: 'Delete', cutover: 'Manual' };
-    await r.reconcile(claims('bird', { ...base, instanceLabel: 'atlas' }));
-    await withSecretClient(dir, (c) =>
-      c.query(
-        "CREATE TABLE notes (id serial PRIMARY KEY, body text); INSERT INTO notes (body) VALUES ('one')",
-      ),
+    const { out, r, dir, base } = await canaryClaimOnSource(
+      'bird',
+      "CREATE TABLE notes (id serial PRIMARY KEY, body text); INSERT INTO notes (body) VALUES ('one')",
     );
+    const canaryDir = join(out, 'default', 'bird-canary');
 
     const waiting = await r.reconcile(claims('bird', { ...base, instanceLabel: 'atlas.recyclebin' }));
     expect(waiting.outcomes).toMatchObject([{ result: 'migrating' }]);
@@ -327,13 +332,9 @@ describe('instance change with online migration', () => {
   });
 
   it('canary: pointing the claim back before cutover abandons the target cleanly', async () => {
-    const out = join(work.path, 'out-abandon');
-    const r = reconciler(out);
-    const dir = join(out, 'default', 'homing');
-    const base = { deletionPolicy: 'Delete', cutover: 'Manual' };
-    await r.reconcile(claims('homing', { ...base, instanceLabel: 'atlas' }));
-    await withSecretClient(dir, (c) =>
-      c.query('CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)'),
+    const { out, r, dir, base } = await canaryClaimOnSource(
+      'homing',
+      'CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1)',
     );
     await r.reconcile(claims('homing', { ...base, instanceLabel: 'atlas.recyclebin' }));
     expect(await databaseExists(b, 'homing')).toBe(true);
@@ -401,13 +402,9 @@ describe('instance change with online migration', () => {
   });
 
   it('a target that fails mid-migration leaves the application on the source; the move resumes when it is back', async () => {
-    const out = join(work.path, 'out-fragile');
-    const r = reconciler(out);
-    const dir = join(out, 'default', 'fragile');
-    const base = { deletionPolicy: 'Delete', cutover: 'Manual' };
-    await r.reconcile(claims('fragile', { ...base, instanceLabel: 'atlas' }));
-    await withSecretClient(dir, (c) =>
-      c.query("CREATE TABLE t (id serial PRIMARY KEY, v text); INSERT INTO t (v) VALUES ('before')"),
+    const { out, r, dir, base } = await canaryClaimOnSource(
+      'fragile',
+      "CREATE TABLE t (id serial PRIMARY KEY, v text); INSERT INTO t (v) VALUES ('before')",
     );
     const moving = claims('fragile', { ...base, instanceLabel: 'atlas.recyclebin' });
     expect((await r.reconcile(moving)).outcomes).toMatchObject([{ result: 'migrating' }]);
