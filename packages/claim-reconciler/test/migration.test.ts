@@ -8,9 +8,17 @@ import { join } from 'node:path';
 import { Pool } from 'hotload-pg';
 import { type PostgresCluster, startCluster, WorkerLoad } from 'hotload-test-support';
 import pg from 'pg';
+import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseClaim, ReconcilerConfig } from '../src/index.js';
-import { parseClaims, parseReconcilerConfig, Reconciler, readStatus, statusPath } from '../src/index.js';
+import {
+  parseClaims,
+  parseReconcilerConfig,
+  prometheusMetrics,
+  Reconciler,
+  readStatus,
+  statusPath,
+} from '../src/index.js';
 import { runCli } from './cli-runner.js';
 import { claimYaml, configYaml, tempDir, withSecretClient, writeMasterPassword } from './fixtures.js';
 
@@ -294,11 +302,18 @@ describe('instance change with online migration', () => {
   });
 
   it('canary: replicates, publishes <secret>-canary, cuts over only when approved', async () => {
-    const { out, r, dir, base } = await canaryClaimOnSource(
+    const { out, dir, base } = await canaryClaimOnSource(
       'bird',
       "CREATE TABLE notes (id serial PRIMARY KEY, body text); INSERT INTO notes (body) VALUES ('one')",
     );
     const canaryDir = join(out, 'default', 'bird-canary');
+    const registry = new promClient.Registry();
+    const r = new Reconciler({ config, outputDir: out, metrics: prometheusMetrics(promClient, registry) });
+    const metric = async (name: string) =>
+      ((await registry.getSingleMetric(name)?.get())?.values ?? []).map((v) => [
+        v.labels.claim ?? '',
+        v.value,
+      ]);
 
     const waiting = await r.reconcile(claims('bird', { ...base, instanceLabel: 'atlas.recyclebin' }));
     expect(waiting.outcomes).toMatchObject([{ result: 'migrating' }]);
@@ -329,6 +344,10 @@ describe('instance change with online migration', () => {
     expect(
       await withSecretClient(dir, async (c) => (await c.query('SELECT body FROM notes ORDER BY id')).rows),
     ).toEqual([{ body: 'one' }, { body: 'two' }]);
+    expect(await metric('dbclaim_migrations_started_total')).toEqual([['', 1]]);
+    expect(await metric('dbclaim_migrations_completed_total')).toEqual([['', 1]]);
+    expect(await metric('dbclaim_migrations_failed_total')).toEqual([['', 0]]);
+    expect(await metric('dbclaim_migration_lag_bytes')).toEqual([['default/bird', 0]]);
   });
 
   it('canary: pointing the claim back before cutover abandons the target cleanly', async () => {
