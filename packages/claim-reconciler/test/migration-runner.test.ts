@@ -4,6 +4,9 @@
  * cutover, drain and the final position; the link is gone afterwards. A source without
  * wal_level=logical is refused with the setting named, before anything is created.
  */
+
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -250,6 +253,36 @@ describe('online migration state machine', () => {
       { v: 'one' },
       { v: 'two' },
     ]);
+  });
+
+  it('keeps the replication password out of a target server log that logs every statement', async () => {
+    const logged = await startCluster({ settings: { wal_level: 'logical', log_statement: 'all' } });
+    try {
+      const name = 'logged_app';
+      await Promise.all([prepare(a, name), prepare(logged, name)]);
+      await withDatabase(a, name, (c) => c.query(`SET ROLE ${name}; CREATE TABLE t (id int PRIMARY KEY)`));
+      const hooks = new RecordingHooks();
+      const done = await runMigration(
+        newMigration({
+          source: binding(a, name),
+          target: binding(logged, name),
+          replicationName: 'hotload_mig_logged',
+          manualCutover: false,
+          now: new Date(),
+        }),
+        endpoints(a, logged, name),
+        hooks,
+        { drainGraceMillis: 1000 },
+      );
+      expect(done.migrating).toBe('done');
+      const log = await readFile(join(logged.runDir, 'server.log'), 'utf8');
+      expect(log).toContain('DROP SUBSCRIPTION'); // statements are logged...
+      expect(log).not.toContain('CREATE SUBSCRIPTION'); // ...but not the one carrying the password
+      expect(log).not.toMatch(/password=/i);
+      expect(JSON.stringify(hooks.saved)).not.toMatch(/password/i);
+    } finally {
+      await logged.stop();
+    }
   });
 
   it('refuses a source without wal_level=logical, naming the setting, and creates nothing', async () => {
