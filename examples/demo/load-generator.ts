@@ -17,9 +17,17 @@ export interface LoadStats {
   readonly acknowledgedAt: number[];
 }
 
+/** What GET /whoami answers: the login user and the server port of the query. */
+export interface Whoami {
+  user: string;
+  port: number;
+}
+
 /** A running load; `stop()` waits for the in-flight requests to finish. */
 export interface Load {
   readonly stats: LoadStats;
+  /** Resolves with the next successful /whoami answer (one asked after this call returns). */
+  nextWhoami(): Promise<Whoami>;
   stop(): Promise<LoadStats>;
 }
 
@@ -34,6 +42,7 @@ export function startLoad(baseUrl: string, concurrency: number): Load {
     acknowledgedAt: [],
   };
   let running = true;
+  let whoamiWaiters: Array<(who: Whoami) => void> = [];
   const worker = async (id: number) => {
     for (let i = 0; running; i++) {
       try {
@@ -44,8 +53,12 @@ export function startLoad(baseUrl: string, concurrency: number): Load {
           stats.acknowledgedIds.push(note.id);
           stats.acknowledgedAt.push(performance.now());
         } else {
-          const who = (await expectOk(await fetch(`${baseUrl}/whoami`))) as { user: string; port: number };
+          const waiters = [...whoamiWaiters];
+          const who = (await expectOk(await fetch(`${baseUrl}/whoami`))) as Whoami;
           stats.lastSeen = who;
+          // only the waiters from before this request was sent: its answer is newer than their call
+          whoamiWaiters = whoamiWaiters.filter((waiter) => !waiters.includes(waiter));
+          for (const waiter of waiters) waiter(who);
         }
         stats.ok++;
       } catch (error) {
@@ -58,6 +71,7 @@ export function startLoad(baseUrl: string, concurrency: number): Load {
   const workers = Array.from({ length: concurrency }, (_, id) => worker(id));
   return {
     stats,
+    nextWhoami: () => new Promise<Whoami>((resolve) => whoamiWaiters.push(resolve)),
     async stop() {
       running = false;
       await Promise.all(workers);

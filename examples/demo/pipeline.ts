@@ -20,15 +20,23 @@ import {
   secretDirectory,
 } from 'hotload-claim-reconciler';
 import type { DrainedEvent, SwitchEvent } from 'hotload-pg';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
-import { startNotesService } from '../service/src/notes-service.js';
+import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { type NotesService, startNotesService } from '../service/src/notes-service.js';
 import { type LoadStats, startLoad } from './load-generator.js';
 import { countRows, longestGap, type MoveReport, missingIds } from './move-check.js';
 
 /** Options of {@link runPipelineDemo}. */
 export interface PipelineOptions {
-  /** How long the load runs, in seconds. */
+  /** How long the load runs, in seconds (with `pace: 'clock'`). */
   durationSeconds: number;
+  /**
+   * When the changes are made. `'clock'` (default, for show): spread evenly over
+   * `durationSeconds`. `'events'` (for tests): each change once the load answered on the
+   * previous generation, the next one once this one switched and its old generation
+   * drained; the run ends when the load answered on the last generation, so no timing
+   * assumption is needed.
+   */
+  pace?: 'clock' | 'events';
   /** Password rotations (each switches the active login user). */
   rotations: number;
   /** Concurrent request loops. */
@@ -166,8 +174,14 @@ async function runAgainst(
   const load = startLoad(service.url, options.concurrency);
   const progress = reportProgress(load.stats, service.pool, elapsed, changes, plan.length, options);
   try {
+    const byEvents = options.pace === 'events';
     for (const [index, kind] of plan.entries()) {
-      await sleepUntil(started, (options.durationSeconds * 1000 * (index + 1)) / (plan.length + 1));
+      if (byEvents) await load.nextWhoami();
+      else await sleepUntil(started, (options.durationSeconds * 1000 * (index + 1)) / (plan.length + 1));
+      const retiring = service.pool.generation;
+      const switchedAndDrained = byEvents ? switchAndDrain(service.pool, retiring) : undefined;
+      // a failed change below is the error to report, not this wait's later timeout
+      switchedAndDrained?.catch(() => undefined);
       if (kind === 'move') await moveClaim(claimFile);
       moving = kind === 'move';
       const from = performance.now();
@@ -177,8 +191,10 @@ async function runAgainst(
       const change = { kind, atSeconds: elapsed(), description: await describeSecret(secretDir, kind) };
       changes.push(change);
       options.onChange?.(change);
+      await switchedAndDrained;
     }
-    await sleepUntil(started, options.durationSeconds * 1000);
+    if (byEvents) await load.nextWhoami();
+    else await sleepUntil(started, options.durationSeconds * 1000);
   } finally {
     clearInterval(progress);
     await load.stop();
@@ -272,6 +288,14 @@ function reportProgress(
       changesPlanned,
     });
   }, 1000);
+}
+
+/** The next switch away from generation `retiring`, then that generation's drain. */
+async function switchAndDrain(pool: NotesService['pool'], retiring: number | undefined): Promise<void> {
+  // Listening to both from now: a generation with no client left drains at once.
+  const drained = nextEvent<DrainedEvent>(pool, 'drained', (event) => event.generation === retiring);
+  await nextEvent<SwitchEvent>(pool, 'switch', (event) => event.fromGeneration === retiring);
+  await drained;
 }
 
 function onlyClaim(claims: readonly DatabaseClaim[]): DatabaseClaim {

@@ -3,9 +3,17 @@ import { runPipelineDemo } from '../../examples/demo/pipeline.js';
 
 // A short version of `npm run demo`: claim → reconciler → secret → service → load, with
 // rotations (each switching the login user) and a move to a second instance under load.
+// Paced by events, not the clock: each change waits for the load to answer, the next for
+// the previous one's switch and drain, and the run ends once the load answered on the
+// last generation.
 describe('claim-to-connection pipeline', () => {
   it('serves every request through rotations and a move, and ends on the new server and user', async () => {
-    const result = await runPipelineDemo({ durationSeconds: 8, rotations: 2, concurrency: 8 });
+    const result = await runPipelineDemo({
+      durationSeconds: 0,
+      pace: 'events',
+      rotations: 2,
+      concurrency: 8,
+    });
 
     expect(result.stats.failures).toEqual([]);
     expect(result.stats.failed).toBe(0);

@@ -84,4 +84,16 @@ describe('FaultProxy', () => {
     expect(elapsed).toBeGreaterThanOrEqual(80);
     await client.end();
   });
+
+  it("with latency, the server's last message arrives before its close (a refused login reads as such)", async () => {
+    proxy.setLatency(40);
+    try {
+      const client = new pg.Client(
+        cluster.connectionConfig({ host: proxy.host, port: proxy.port, password: 'not-the-password' }),
+      );
+      await expect(client.connect()).rejects.toMatchObject({ code: '28P01' });
+    } finally {
+      await proxy.resume();
+    }
+  });
 });

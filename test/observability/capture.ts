@@ -1,5 +1,4 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { inspect } from 'node:util';
 import { HOTLOAD_CHANNELS, type HotloadChannelName, type HotloadLogger } from 'hotload-core';
 
 /** Every message published on a hotload channel, with the channel name. */
@@ -40,17 +39,4 @@ export function captureLogger(): { logger: HotloadLogger; lines: CapturedLine[] 
       lines.push({ level, fields, msg });
     };
   return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, lines };
-}
-
-/**
- * Every way a captured value could reach an operator: JSON (what pino writes) and
- * util.inspect with hidden properties (what console.log and error reporters show).
- */
-export function renderings(value: unknown): string[] {
-  return [JSON.stringify(value) ?? '', inspect(value, { depth: 8, showHidden: true })];
-}
-
-/** The forms of `secret` that would count as a leak: raw and URI-encoded. */
-export function leakForms(secret: string): string[] {
-  return [...new Set([secret, encodeURIComponent(secret)])];
 }

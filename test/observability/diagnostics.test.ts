@@ -6,9 +6,9 @@
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { ConnectionConfig, HOTLOAD_CHANNELS, publishDiagnostic } from 'hotload-core';
 import { Pool } from 'hotload-pg';
-import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { leakForms, nextEvent, type PostgresCluster, renderings, startCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureDiagnostics, leakForms, renderings } from './capture.js';
+import { captureDiagnostics } from './capture.js';
 import { uniquePassword } from './fixtures.js';
 
 let cluster: PostgresCluster;

@@ -4,10 +4,10 @@
  */
 import { type ChangeEvent, HOTLOAD_METRIC_NAMES as N } from 'hotload-core';
 import { createHotloadKnex, type DrainedEvent, type SwitchEvent, type VerifyFailedEvent } from 'hotload-knex';
-import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { leakForms, nextEvent, type PostgresCluster, renderings, startCluster } from 'hotload-test-support';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureDiagnostics, captureLogger, leakForms, renderings } from './capture.js';
+import { captureDiagnostics, captureLogger } from './capture.js';
 import { publishSecret, tempDir, uniquePassword } from './fixtures.js';
 import { metricValue } from './metrics-helpers.js';
 

@@ -4,9 +4,9 @@
  */
 import { createSource, loggedError, SourceWatcher, writeSecretAtomically } from 'hotload-core';
 import { redactError } from 'hotload-pg';
-import { nextEvent } from 'hotload-test-support';
+import { leakForms, nextEvent, renderings } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureLogger, leakForms, renderings } from './capture.js';
+import { captureLogger } from './capture.js';
 import { tempDir, uniquePassword } from './fixtures.js';
 
 let dir: { path: string; remove: () => Promise<void> };

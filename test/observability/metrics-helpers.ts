@@ -1,6 +1,11 @@
 import type { Registry } from 'prom-client';
 
-/** Value of `name` for the series whose labels include `labels` (0 when absent); `_count`/`_sum` for histograms. */
+/**
+ * Value of `name` for the series whose labels include `labels`; `_count`/`_sum` for
+ * histograms. A metric that is not registered, or has no such series, throws (naming the
+ * series that do exist): an absent series is not a 0, so "is 0" checks cannot pass on a
+ * metric that was never exported.
+ */
 export async function metricValue(
   registry: Registry,
   name: string,
@@ -12,12 +17,17 @@ export async function metricValue(
       ? [name.slice(0, -4), '_sum']
       : [name, ''];
   const metric = registry.getSingleMetric(base);
-  if (!metric) return 0;
+  if (!metric) throw new Error(`metric ${base} is not registered`);
   const data = await metric.get();
-  const sample = data.values.find(
-    (v) =>
-      (suffix === '' || (v as { metricName?: string }).metricName === `${base}${suffix}`) &&
-      Object.entries(labels).every(([k, value]) => String(v.labels[k]) === value),
+  const samples = data.values.filter(
+    (v) => suffix === '' || (v as { metricName?: string }).metricName === `${base}${suffix}`,
   );
-  return sample?.value ?? 0;
+  const sample = samples.find((v) =>
+    Object.entries(labels).every(([k, value]) => String(v.labels[k]) === value),
+  );
+  if (!sample) {
+    const present = samples.map((v) => JSON.stringify(v.labels)).join(', ') || 'none';
+    throw new Error(`no series ${name}${JSON.stringify(labels)}; series present: ${present}`);
+  }
+  return sample.value;
 }

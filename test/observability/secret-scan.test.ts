@@ -5,10 +5,10 @@
  */
 import { writeSecretAtomically } from 'hotload-core';
 import { Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
-import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { leakForms, nextEvent, type PostgresCluster, renderings, startCluster } from 'hotload-test-support';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureDiagnostics, captureLogger, leakForms, renderings } from './capture.js';
+import { captureDiagnostics, captureLogger } from './capture.js';
 import { publishSecret, tempDir, uniquePassword } from './fixtures.js';
 
 let cluster: PostgresCluster;

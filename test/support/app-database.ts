@@ -14,6 +14,9 @@ import type { PostgresCluster } from './postgres-cluster.js';
 export const APP_DATABASE = 'appdb';
 export type AppUser = 'app_a' | 'app_b';
 
+/** Where a secret points: a cluster or a proxy in front of one. */
+export type ServerAddress = Pick<PostgresCluster, 'host' | 'port'>;
+
 /** A fresh random password (what a rotation would generate). */
 export function newPassword(): string {
   return randomBytes(18).toString('base64url');
@@ -59,22 +62,50 @@ export async function sessionsOfAfterExit(
   user: string,
   attempts = 200,
 ): Promise<number> {
-  let count = await sessionsOf(cluster, user);
-  for (let i = 0; i < attempts && count > 0; i++) {
+  return lastCountAfterExit(() => sessionsOf(cluster, user), attempts);
+}
+
+/**
+ * Sessions of the login users in the app database that began before `startedBefore`,
+ * polled like {@link sessionsOfAfterExit}. With `startedBefore` taken just before a new
+ * secret is written, these are connections made with the old config (no new one can be
+ * older than the secret it was made from): after the drain, there must be none, whether
+ * the rotation changed the user or only the password.
+ */
+export async function sessionsStartedBeforeAfterExit(
+  cluster: PostgresCluster,
+  startedBefore: Date,
+  attempts = 200,
+): Promise<number> {
+  const count = async () => {
+    const { rows } = await cluster.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity
+        WHERE usename IN ('app_a', 'app_b') AND datname = $1 AND backend_start < $2`,
+      [APP_DATABASE, startedBefore.toISOString()],
+    );
+    return Number(rows[0]?.n ?? 0);
+  };
+  return lastCountAfterExit(count, attempts);
+}
+
+async function lastCountAfterExit(count: () => Promise<number>, attempts: number): Promise<number> {
+  let last = await count();
+  for (let i = 0; i < attempts && last > 0; i++) {
     await new Promise((resolve) => setTimeout(resolve, 50));
-    count = await sessionsOf(cluster, user);
+    last = await count();
   }
-  return count;
+  return last;
 }
 
 /** A temporary secret directory, written atomically like a mounted Kubernetes Secret. */
 export class SecretDirectory {
   readonly path = mkdtempSync(join(tmpdir(), 'hotload-knex-secret-'));
 
-  async write(cluster: PostgresCluster, user: AppUser, password: string): Promise<void> {
+  /** Publishes `user`/`password` for `server`: a cluster, or a {@link FaultProxy} in front of one. */
+  async write(server: ServerAddress, user: AppUser, password: string): Promise<void> {
     await writeSecretAtomically(this.path, {
-      hostname: cluster.host,
-      port: String(cluster.port),
+      hostname: server.host,
+      port: String(server.port),
       username: user,
       password,
       database: APP_DATABASE,

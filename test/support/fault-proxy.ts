@@ -135,16 +135,21 @@ class Link {
     this.#toClient = new ChunkQueue(client, latency, stalled);
     client.on('data', (chunk) => this.#toServer.push(chunk));
     upstream.on('data', (chunk) => this.#toClient.push(chunk));
-    for (const [socket, peer] of [
-      [client, upstream],
-      [upstream, client],
+    for (const [socket, peer, toPeer] of [
+      [client, upstream, this.#toServer],
+      [upstream, client, this.#toClient],
     ] as const) {
       socket.on('error', () => peer.destroy());
-      socket.on('close', () => {
-        peer.destroy();
-        this.#close();
-      });
-      socket.on('end', () => peer.end());
+      // A close is passed on after the bytes that came before it (delayed by the latency
+      // like them), so the peer reads a server's last message, e.g. an authentication
+      // error, before the connection ends.
+      socket.on('close', () =>
+        toPeer.afterPending(() => {
+          peer.destroy();
+          this.#close();
+        }),
+      );
+      socket.on('end', () => toPeer.afterPending(() => peer.end()));
     }
   }
 
@@ -176,9 +181,12 @@ class Link {
   }
 }
 
-/** Delivers chunks to a socket in order, each no earlier than its arrival plus latency. */
+/**
+ * Delivers chunks to a socket in order, each no earlier than its arrival plus latency;
+ * an action queued with {@link afterPending} runs in order with them.
+ */
 class ChunkQueue {
-  readonly #pending: Array<{ chunk: Buffer; due: number }> = [];
+  readonly #pending: Array<{ chunk: Buffer; due: number } | { action: () => void; due: number }> = [];
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -189,6 +197,19 @@ class ChunkQueue {
 
   push(chunk: Buffer): void {
     this.#pending.push({ chunk, due: Date.now() + this.latency() });
+    this.drain();
+  }
+
+  /**
+   * Runs `action` once every chunk queued before it was delivered (at once when none is,
+   * or while stalled: a stall holds bytes, not the end of a connection).
+   */
+  afterPending(action: () => void): void {
+    if (this.#pending.length === 0 || this.stalled()) {
+      action();
+      return;
+    }
+    this.#pending.push({ action, due: Date.now() + this.latency() });
     this.drain();
   }
 
@@ -205,7 +226,8 @@ class ChunkQueue {
         return;
       }
       this.#pending.shift();
-      if (!this.destination.destroyed) this.destination.write(next.chunk);
+      if ('action' in next) next.action();
+      else if (!this.destination.destroyed) this.destination.write(next.chunk);
     }
   }
 

@@ -9,15 +9,23 @@ export {
   createAppDatabase,
   newPassword,
   SecretDirectory,
+  type ServerAddress,
   sessionsOf,
   sessionsOfAfterExit,
+  sessionsStartedBeforeAfterExit,
   setPassword,
 } from './app-database.js';
-export { type AppDatabaseSuite, useAppDatabases } from './app-database-suite.js';
+export { type AppDatabaseSuite, type RotatingDriver, useAppDatabases } from './app-database-suite.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
-export { type EventSource, nextEvent } from './next-event.js';
-export { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
+export {
+  DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS,
+  type EventSource,
+  type NextEventOptions,
+  nextEvent,
+  untilHolds,
+} from './next-event.js';
+export { locatePostgresBinaries, type PostgresBinaries, unprivilegedUser } from './postgres-binaries.js';
 export {
   CLUSTER_DIR_PREFIX,
   type ClusterOptions,
@@ -25,4 +33,5 @@ export {
   PostgresCluster,
   startCluster,
 } from './postgres-cluster.js';
+export { findLeaks, leakForms, renderings } from './secret-scan.js';
 export { WorkerLoad } from './worker-load.js';

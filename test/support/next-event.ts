@@ -6,18 +6,68 @@ export interface EventSource<T> {
   removeListener(event: string, listener: (payload: T) => void): unknown;
 }
 
-/** Resolves with the next `event` payload of `emitter` that satisfies `accept`. */
+/** Options of {@link nextEvent}. */
+export interface NextEventOptions {
+  /**
+   * How long to wait before rejecting with an error that names the event. Default
+   * {@link DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS}: well under vitest's 60 s test timeout, so a
+   * missing event reads as "no 'drained' event within 15000 ms", not as a test timeout.
+   */
+  readonly timeoutMillis?: number;
+}
+
+/** Default wait of {@link nextEvent}. */
+export const DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS = 15_000;
+
+/**
+ * Resolves with the next `event` payload of `emitter` that satisfies `accept`; rejects
+ * after `timeoutMillis` with an error naming the event (and the filter, when one is given).
+ *
+ * The rejection only fails whoever awaits the promise: a wait that was raced and lost (or
+ * set up and never needed, because the test failed earlier) is not an unhandled rejection.
+ */
 export function nextEvent<T>(
   emitter: EventSource<T>,
   event: string,
   accept: (payload: T) => boolean = () => true,
+  { timeoutMillis = DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS }: NextEventOptions = {},
 ): Promise<T> {
-  return new Promise((resolve) => {
+  const waiting = new Promise<T>((resolve, reject) => {
     const listener = (payload: T): void => {
       if (!accept(payload)) return;
+      clearTimeout(timer);
       emitter.removeListener(event, listener);
       resolve(payload);
     };
+    const timer = setTimeout(() => {
+      emitter.removeListener(event, listener);
+      const filter = accept.length > 0 ? ` matching ${accept.toString()}` : '';
+      reject(new Error(`nextEvent: no '${event}' event${filter} within ${timeoutMillis} ms`));
+    }, timeoutMillis);
+    // a pending wait does not keep a process alive on its own
+    timer.unref();
     emitter.on(event, listener);
   });
+  waiting.catch(() => undefined);
+  return waiting;
+}
+
+/**
+ * Resolves once `holds()` is true: at once if it already is, else at the first `event` of
+ * `emitter` after which it is. Rejects after the timeout with an error that says what was
+ * awaited (`what`), so a wait for a state never reached fails loudly instead of running on.
+ */
+export async function untilHolds(
+  emitter: EventSource<unknown>,
+  event: string,
+  holds: () => boolean,
+  what: string,
+  options: NextEventOptions = {},
+): Promise<void> {
+  if (holds()) return;
+  try {
+    await nextEvent(emitter, event, () => holds(), options);
+  } catch (error) {
+    throw new Error(`${what}: ${(error as Error).message}`);
+  }
 }

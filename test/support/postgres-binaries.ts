@@ -58,8 +58,12 @@ function readMajorVersion(binDir: string): number {
   return Number(major);
 }
 
-/** `nobody` exists on every Linux and macOS system, so the harness never adds users. */
-function unprivilegedUser(): { uid: number; gid: number } {
+/**
+ * The user to run as when the tests run as root: `nobody`, which exists on every Linux and
+ * macOS system, so the harness never adds users. (Also for tests whose subject is a
+ * permission root would bypass, such as an unreadable file.)
+ */
+export function unprivilegedUser(): { uid: number; gid: number } {
   const line = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((entry) => entry.startsWith('nobody:'));

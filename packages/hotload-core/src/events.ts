@@ -9,11 +9,17 @@ export interface ChangeEvent {
   readonly config: ConnectionConfig;
   /** ms since epoch: the newest mtime among the files read (when the file changed). */
   readonly changedAt: number;
-  /** ms since epoch: when the watcher saw the first file-system event of this change. */
+  /**
+   * ms since epoch: when the watcher saw the first file-system event of this change (a
+   * poll's stat comparison in `'polling'` mode, the resync tick when only the resync found it).
+   */
   readonly detectedAt: number;
   /** ms since epoch: when the change event was emitted. */
   readonly emittedAt: number;
 }
+
+/** How a `SourceWatcher` notices file changes (see {@link SourceWatcherOptions.watchMode}). */
+export type WatchMode = 'events' | 'polling' | 'none';
 
 /** Options of a `SourceWatcher`. */
 export interface SourceWatcherOptions {
@@ -22,6 +28,25 @@ export interface SourceWatcherOptions {
    * kubelet's swap is a handful of events within a millisecond or two.
    */
   debounceMillis?: number;
+  /**
+   * How file changes are noticed between resyncs:
+   * - `'events'` (default): the operating system's file events (inotify, FSEvents, ...)
+   *   through chokidar; a change is seen within milliseconds.
+   * - `'polling'`: chokidar stats the watched directories and their entries every
+   *   `pollIntervalMillis` (fs.watchFile), for volumes whose changes raise no event: NFS,
+   *   SMB, some CSI drivers, bind mounts changed from another mount namespace.
+   * - `'none'`: no watch; changes are found by the periodic resync only.
+   */
+  watchMode?: WatchMode;
+  /** Stat interval of `watchMode: 'polling'`. Default 1000 ms. */
+  pollIntervalMillis?: number;
+  /**
+   * The safety net under any watch mode: every this many ms the source is re-read and its
+   * fingerprint compared with the current one; a change no event reported is then emitted
+   * like any other. Cheap: a few small reads, and nothing is emitted (so nothing reloads)
+   * while the fingerprint is the same. Default 30 000 ms; 0 turns it off.
+   */
+  resyncIntervalMillis?: number;
   /**
    * Where to log changes (info) and source errors (warn), pino-style. Default: silent.
    * Lines carry `source` (paths) and fingerprints, never a secret.

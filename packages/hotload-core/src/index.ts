@@ -48,7 +48,7 @@ export {
 } from './dsn.js';
 export { DsnFileSource } from './dsn-file-source.js';
 export { isSourceError, SourceError, type SourceErrorCode, type SourceErrorInit } from './errors.js';
-export type { ChangeEvent, SourceWatcherOptions } from './events.js';
+export type { ChangeEvent, SourceWatcherOptions, WatchMode } from './events.js';
 export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from './format.js';
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export { type HotloadLogger, type LoggedError, loggedError, silentLogger } from './logging/logger.js';

@@ -1,10 +1,11 @@
 import { EventEmitter } from 'node:events';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
+import { clearThrottleTimers, rawEventPaths } from './chokidar-internals.js';
 import type { ConnectionConfig } from './config.js';
 import { HOTLOAD_CHANNELS, publishDiagnostic } from './diagnostics/channels.js';
 import { isSourceError, type SourceError } from './errors.js';
-import type { ChangeEvent, SourceWatcherOptions } from './events.js';
+import type { ChangeEvent, SourceWatcherOptions, WatchMode } from './events.js';
 import { type HotloadLogger, loggedError, silentLogger } from './logging/logger.js';
 import { relabel } from './snapshot-source.js';
 import type { ConnectionSource, SourceSnapshot } from './source.js';
@@ -18,17 +19,23 @@ export interface SourceWatcherEvents {
 }
 
 const DEFAULT_DEBOUNCE_MILLIS = 10;
+const DEFAULT_POLL_INTERVAL_MILLIS = 1000;
+const DEFAULT_RESYNC_INTERVAL_MILLIS = 30_000;
 const MISSING_POLL_MILLIS = 1000;
+const WATCH_MODES: readonly WatchMode[] = ['events', 'polling', 'none'];
 
 /** Closes a chokidar watcher, timers included. */
 async function closeChokidar(watcher: FSWatcher | undefined): Promise<void> {
   if (!watcher) return;
-  // chokidar 5 leaves its de-duplication timers (up to 1 s for 'readdir') running after
-  // close(); clearing them first means no timer outlives close().
-  for (const perPath of watcher._throttled.values()) {
-    for (const throttler of perPath.values()) (throttler as { clear: () => void }).clear();
-  }
+  clearThrottleTimers(watcher);
   await watcher.close();
+}
+
+/** A non-negative finite number of milliseconds, or a RangeError naming the option. */
+function millisOption(name: string, value: number | undefined, fallback: number): number {
+  const millis = value ?? fallback;
+  if (!Number.isFinite(millis) || millis < 0) throw new RangeError(`${name} must be >= 0`);
+  return millis;
 }
 
 /**
@@ -52,10 +59,24 @@ async function closeChokidar(watcher: FSWatcher | undefined): Promise<void> {
  * A read during which more events arrived is emitted only if the next read agrees (see
  * `#reread`): half-way states of non-atomic edits are not emitted. Repeated identical
  * errors are emitted once until the source changes or recovers.
+ *
+ * Where file events do not come (NFS, some CSI drivers, an edit below the watched level),
+ * `watchMode: 'polling'` makes chokidar stat the same paths instead (its stat comparisons
+ * arrive as the same raw events), `'none'` watches nothing, and in every mode a resync
+ * re-reads the source every `resyncIntervalMillis` through the same path as an event, so a
+ * missed change is emitted at the latest one interval later, and an unchanged source
+ * emits nothing.
  */
 export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   readonly source: ConnectionSource;
   readonly debounceMillis: number;
+  /** How file changes are noticed (see {@link SourceWatcherOptions.watchMode}). */
+  readonly watchMode: WatchMode;
+  /** Stat interval of the `'polling'` mode. */
+  readonly pollIntervalMillis: number;
+  /** Period of the re-read that catches changes no event reported; 0 when off. */
+  readonly resyncIntervalMillis: number;
+  #resync: NodeJS.Timeout | undefined;
   readonly #logger: HotloadLogger;
   #current: ConnectionConfig | undefined;
   #watcher: FSWatcher | undefined;
@@ -70,9 +91,21 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   constructor(source: ConnectionSource, options: SourceWatcherOptions = {}) {
     super();
     this.source = source;
-    const debounce = options.debounceMillis ?? DEFAULT_DEBOUNCE_MILLIS;
-    if (!Number.isFinite(debounce) || debounce < 0) throw new RangeError('debounceMillis must be >= 0');
-    this.debounceMillis = debounce;
+    this.debounceMillis = millisOption('debounceMillis', options.debounceMillis, DEFAULT_DEBOUNCE_MILLIS);
+    this.watchMode = options.watchMode ?? 'events';
+    if (!WATCH_MODES.includes(this.watchMode)) {
+      throw new RangeError(`watchMode must be one of ${WATCH_MODES.join(', ')}`);
+    }
+    this.pollIntervalMillis = millisOption(
+      'pollIntervalMillis',
+      options.pollIntervalMillis,
+      DEFAULT_POLL_INTERVAL_MILLIS,
+    );
+    this.resyncIntervalMillis = millisOption(
+      'resyncIntervalMillis',
+      options.resyncIntervalMillis,
+      DEFAULT_RESYNC_INTERVAL_MILLIS,
+    );
     this.#logger = options.logger ?? silentLogger;
     this.#dirs = new Set(source.watchPaths.map((p) => resolve(p)));
   }
@@ -94,7 +127,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
 
   async #start(): Promise<ConnectionConfig> {
     if (this.#closed) throw new Error('SourceWatcher is closed');
-    if (this.#dirs.size > 0) await this.#watch();
+    if (this.#watchesFiles) await this.#watch();
     // close() while chokidar was getting ready: it never will be, and there is nothing to read for.
     if (this.#closed) throw new Error('SourceWatcher is closed');
     // The initial read counts as a read in progress: events during it re-read after it.
@@ -104,11 +137,29 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     });
     this.#track(initial.then(() => undefined));
     try {
-      return await initial;
+      const config = await initial;
+      this.#startResync();
+      return config;
     } catch (error) {
       await this.close();
       throw error;
     }
+  }
+
+  /** False in `'none'` mode, and for sources without files (the libpq environment). */
+  get #watchesFiles(): boolean {
+    return this.#dirs.size > 0 && this.watchMode !== 'none';
+  }
+
+  /**
+   * The safety net: a re-read every `resyncIntervalMillis`, through the same path as a file
+   * event (so it never overlaps a read, and emits only a new fingerprint or a new error).
+   */
+  #startResync(): void {
+    if (this.resyncIntervalMillis === 0 || this.#closed) return;
+    this.#resync = setInterval(() => this.#schedule(), this.resyncIntervalMillis);
+    // chokidar keeps the process alive while it watches; the safety net alone does not.
+    this.#resync.unref();
   }
 
   /** Stops watching; no timers or file handles remain. Idempotent. */
@@ -117,6 +168,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     this.#stopWaitingForReady?.();
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
+    clearInterval(this.#resync);
+    this.#resync = undefined;
     this.#stopMissingPoll();
     await this.#rearming;
     await closeChokidar(this.#watcher);
@@ -133,7 +186,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
    * watch is set up again and the source re-read, until it reads fine.
    */
   #startMissingPoll(): void {
-    if (this.#missingPoll || this.#closed || this.#dirs.size === 0) return;
+    if (this.#missingPoll || this.#closed || !this.#watchesFiles) return;
     this.#missingPoll = setInterval(() => {
       if (this.#rearming || this.#closed) return;
       this.#rearming = this.#rearm().finally(() => {
@@ -176,6 +229,9 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       atomic: false,
       ignorePermissionErrors: true,
       ignored: (path: string) => !relevant(resolve(path)),
+      usePolling: this.watchMode === 'polling',
+      interval: this.pollIntervalMillis,
+      binaryInterval: this.pollIntervalMillis,
     });
     this.#watcher = watcher;
     // Only the raw fs.watch events trigger reads: chokidar's normalized events (add,
@@ -183,12 +239,10 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     // and readdir calls, and would only make reads look disturbed (see #reread). chokidar
     // still does the work that matters: it keeps one fs.watch per directory and re-arms
     // the watch when the directory is deleted and created again.
+    // In 'polling' mode the raw events are chokidar's stat comparisons, one per changed path.
+    const concerns = (path: string) => dirs.has(path) || dirs.has(dirname(path));
     watcher.on('raw', (_event, name, details) => {
-      const watchedPath = (details as { watchedPath?: string } | undefined)?.watchedPath;
-      if (watchedPath === undefined) return;
-      const watched = resolve(watchedPath);
-      const target = name ? join(watched, String(name)) : watched;
-      if (dirs.has(watched) || dirs.has(target) || dirs.has(dirname(watched))) this.#schedule();
+      if (rawEventPaths(name, details).some(concerns)) this.#schedule();
     });
     // chokidar reports watch failures here; the next event or re-creation re-arms it.
     watcher.on('error', () => undefined);

@@ -77,6 +77,10 @@ export class EventLog {
 
 /** How many fs.watch / fs.watchFile handles the process has open. */
 export function watchHandleCount(): number {
-  return process.getActiveResourcesInfo().filter((kind) => kind === 'FSEventWrap' || kind === 'StatWatcher')
-    .length;
+  return handleCount('FSEventWrap') + handleCount('StatWatcher');
+}
+
+/** Open handles of one kind: `FSEventWrap` (fs.watch, file events) or `StatWatcher` (fs.watchFile, polling). */
+export function handleCount(kind: 'FSEventWrap' | 'StatWatcher'): number {
+  return process.getActiveResourcesInfo().filter((active) => active === kind).length;
 }

@@ -1,6 +1,9 @@
+import { execFile } from 'node:child_process';
 import { chmod, mkdir, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { inspect } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { inspect, promisify } from 'node:util';
+import { unprivilegedUser } from 'hotload-test-support';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ConnectionConfig,
@@ -20,6 +23,7 @@ beforeEach(async () => {
 afterEach(async () => cleanup());
 
 const SECRET = 'Sup3r-Secret-Value';
+const execFileAsync = promisify(execFile);
 const read = () => new SecretDirectorySource(dir).read();
 
 describe('SecretDirectorySource: key names', () => {
@@ -221,12 +225,21 @@ describe('SecretDirectorySource: errors name the file and the problem, never the
     expect((await read()).password).toBeUndefined();
   });
 
-  it('a file without read permission (skipped as root, who may read anything)', async (context) => {
-    if (process.getuid?.() === 0) context.skip();
+  it('a file without read permission (read by an unprivileged user when the tests run as root)', async () => {
     await writeFiles(dir, { ...valid, password: SECRET });
     await chmod(join(dir, 'password'), 0);
-    const e = await sourceError(read());
-    expect([e.code, e.errno]).toEqual(['unreadable', 'EACCES']);
+    // Root reads any file: as root, the read runs in a child process as `nobody`, which
+    // may enter the folder and read the other files but not the password.
+    const runAs = process.getuid?.() === 0 ? unprivilegedUser() : undefined;
+    if (runAs) await chmod(dir, 0o755);
+    const script = fileURLToPath(new URL('./fixtures/read-secret-directory.ts', import.meta.url));
+    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', script, dir], {
+      timeout: 30_000,
+      ...runAs,
+    });
+    const outcome = JSON.parse(stdout.trim().split('\n').pop()!);
+    expect(outcome).toMatchObject({ code: 'unreadable', errno: 'EACCES', file: join(dir, 'password') });
+    if (runAs) expect(outcome.uid).toBe(runAs.uid);
   });
 });
 

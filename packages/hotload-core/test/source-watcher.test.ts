@@ -235,9 +235,23 @@ describe('SourceWatcher lifecycle', () => {
 
   it('close() stops all events and closes every fs watcher', async () => {
     const dir = join(root, 'secret');
+    const witnessDir = join(root, 'witness');
     await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    await writeSecretAtomically(witnessDir, toSecretFiles(config('w-one')));
+    // Witnesses on another directory: a change written there after the writes below
+    // reaches them through the same pipeline a closed watcher would have used (file
+    // event, debounce, read; and the periodic resync), so once both saw it, any event of
+    // the closed watcher would have come.
+    const byEvents = await startWatching(new SecretDirectorySource(witnessDir));
+    const byResync = new SourceWatcher(new SecretDirectorySource(witnessDir), {
+      watchMode: 'none',
+      resyncIntervalMillis: 20,
+    });
+    watchers.push(byResync);
+    const byResyncLog = new EventLog(byResync);
+    await byResync.start();
     const handlesBefore = watchHandleCount();
-    const watcher = new SourceWatcher(new SecretDirectorySource(dir));
+    const watcher = new SourceWatcher(new SecretDirectorySource(dir), { resyncIntervalMillis: 20 });
     const log = new EventLog(watcher);
     await watcher.start();
     expect(watchHandleCount()).toBeGreaterThan(handlesBefore);
@@ -248,6 +262,9 @@ describe('SourceWatcher lifecycle', () => {
     const seen = log.events.length;
     await writeSecretAtomically(dir, toSecretFiles(config('three')));
     await writeSecretAtomically(dir, toSecretFiles(config('four')));
+    await writeSecretAtomically(witnessDir, toSecretFiles(config('w-two')));
+    expect((await byEvents.log.nextChange()).config.password).toBe('w-two');
+    expect((await byResyncLog.nextChange()).config.password).toBe('w-two');
     expect(log.events.length).toBe(seen);
     expect(log.events.every((e) => e.type !== 'change' || e.change.config.password === 'two')).toBe(true);
   });

@@ -81,11 +81,10 @@ export class HotloadPgClient extends ClientPg {
       drainTimedOut: (generation, connections) => this.forceClose(generation, connections),
     });
     const source = createSource(this.hotloadOptions.source);
+    const { watcher, debounceMillis } = this.hotloadOptions;
     this.watcher = new SourceWatcher(
       source,
-      this.hotloadOptions.debounceMillis === undefined
-        ? {}
-        : { debounceMillis: this.hotloadOptions.debounceMillis },
+      debounceMillis === undefined ? watcher : { ...watcher, debounceMillis },
     );
     const ready = this.startWatching(source.description);
     // Failures surface through `ready` and every connection attempt, never as an unhandled rejection.

@@ -1,4 +1,10 @@
-import type { ConnectionSource, HotloadLogger, HotloadMetricsOptions, SourceSpec } from 'hotload-core';
+import type {
+  ConnectionSource,
+  HotloadLogger,
+  HotloadMetricsOptions,
+  SourceSpec,
+  SourceWatcherOptions,
+} from 'hotload-core';
 
 /** The `hotload` block of a Knex config handled by {@link HotloadPgClient}. */
 export interface HotloadKnexOptions {
@@ -19,6 +25,11 @@ export interface HotloadKnexOptions {
   /** Passed to the source watcher: bursts of file events within this window are read once. */
   debounceMillis?: number;
   /**
+   * Options of the source watcher (hotload-core's `SourceWatcherOptions`: `watchMode`,
+   * `pollIntervalMillis`, `resyncIntervalMillis`, ...); `debounceMillis` above wins.
+   */
+  watcher?: SourceWatcherOptions;
+  /**
    * This client's name in metric labels, diagnostics messages and log lines. Default: the
    * source's description (its paths). Never put a credential here.
    */
@@ -37,6 +48,7 @@ export interface ResolvedHotloadKnexOptions {
   readonly retryInitialDelayMillis: number;
   readonly retryMaxDelayMillis: number;
   readonly debounceMillis: number | undefined;
+  readonly watcher: SourceWatcherOptions;
 }
 
 /** Fills in defaults and rejects values that would make the switch machinery misbehave. */
@@ -53,6 +65,7 @@ export function resolveHotloadKnexOptions(
     retryInitialDelayMillis: options.retryInitialDelayMillis ?? 100,
     retryMaxDelayMillis: options.retryMaxDelayMillis ?? 5_000,
     debounceMillis: options.debounceMillis,
+    watcher: options.watcher ?? {},
   };
   for (const name of [
     'drainTimeoutMillis',

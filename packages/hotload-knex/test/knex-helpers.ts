@@ -12,13 +12,11 @@ export function nextEvent<K extends keyof HotloadKnexEventMap>(
   return nextPayload(events, name, matches);
 }
 
-/** Records every hotload event as JSON, to check that no secret ever appears in one. */
-export function recordEvents(events: HotloadKnexEvents): string[] {
-  const seen: string[] = [];
+/** Records every hotload event as emitted, to scan with `findLeaks` for secrets. */
+export function recordEvents(events: HotloadKnexEvents): unknown[] {
+  const seen: unknown[] = [];
   for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError'] as const) {
-    events.on(name, (event: unknown) => {
-      seen.push(JSON.stringify({ name, event, message: event instanceof Error ? event.message : undefined }));
-    });
+    events.on(name, (event: unknown) => seen.push({ name, event }));
   }
   return seen;
 }

@@ -1,23 +1,55 @@
-import { createHotloadKnex, type HotloadKnex } from 'hotload-knex';
+import { createHotloadKnex, type HotloadKnex, type SwitchEvent } from 'hotload-knex';
 import {
   type AppUser,
-  newPassword,
+  FaultProxy,
+  findLeaks,
   type PostgresCluster,
+  type RotatingDriver,
+  type ServerAddress,
   sessionsOfAfterExit,
-  setPassword,
+  untilHolds,
   useAppDatabases,
 } from 'hotload-test-support';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { nextEvent, QueryLoad, recordEvents } from './knex-helpers.js';
+import { QueryLoad, recordEvents } from './knex-helpers.js';
 
 const WORKERS = 4;
 
+/** The members of Knex's tarn pool these tests read (its public counters and events). */
+interface TarnPool {
+  numPendingCreates(): number;
+  numUsed(): number;
+  numFree(): number;
+  on(event: string, listener: (payload: unknown) => void): unknown;
+  removeListener(event: string, listener: (payload: unknown) => void): unknown;
+}
+
+const tarnPoolOf = (db: HotloadKnex) => db.client.pool as unknown as TarnPool;
+
 describe('Knex under load while credentials rotate', () => {
-  const { secret, passwords, clusters } = useAppDatabases();
+  const suite = useAppDatabases();
+  const { secret, clusters, everyPassword } = suite;
   let cluster: PostgresCluster;
   beforeAll(() => {
     cluster = clusters[0]!;
   });
+
+  /** One rotation to `user` (see `rotate` of the suite), checking the new generation serves it. */
+  async function rotate(
+    db: HotloadKnex,
+    server: ServerAddress,
+    user: AppUser,
+    betweenServerAndSecret?: () => void,
+  ): Promise<void> {
+    const driver: RotatingDriver<SwitchEvent> = {
+      events: db.hotload,
+      currentGeneration: () => db.hotload.generation,
+      retiredBy: (switched) => switched.previousGeneration,
+    };
+    const switched = await suite.rotate(driver, server, user, betweenServerAndSecret);
+    expect(switched.user).toBe(user);
+    expect(db.hotload.generation).toBe(switched.generation);
+  }
 
   it('fails no query across password rotations and login-user switches, and leaves no old session', async () => {
     const db: HotloadKnex = await createHotloadKnex({
@@ -25,29 +57,21 @@ describe('Knex under load while credentials rotate', () => {
       pool: { min: 0, max: WORKERS },
     });
     const events = recordEvents(db.hotload);
-    const everyPassword: string[] = [passwords.app_a, passwords.app_b];
     const load = new QueryLoad(db, WORKERS);
     try {
       await load.moreSucceeded(50);
       let active: AppUser = 'app_a';
-      // Each step: either a rotation of the active user's password (the server first,
-      // then the secret), or a switch to the other user with a fresh password (what the
-      // claim reconciler does).
+      // Each step: either a rotation of the active user's password, or a switch to the
+      // other user with a fresh password (what the claim reconciler does).
       const steps: Array<'rotate' | 'switch'> = ['rotate', 'switch', 'switch', 'rotate', 'switch'];
       for (const step of steps) {
         const previousUser: AppUser = active;
         if (step === 'switch') active = active === 'app_a' ? 'app_b' : 'app_a';
-        const password = newPassword();
-        everyPassword.push(password);
-        await waitForSteadyPool(db);
-        await setPassword(cluster, active, password);
-        const switched = nextEvent(db.hotload, 'switch');
-        await secret.write(cluster, active, password);
-        const { generation, previousGeneration, user } = await switched;
-        expect(user).toBe(active);
-        await nextEvent(db.hotload, 'drained', (event) => event.generation === previousGeneration);
+        // A same-user rotation on a full pool that opens no more connections; the case of
+        // a pool still opening connections is the next test.
+        await steadyPool(db);
+        await rotate(db, cluster, active);
         await load.moreSucceeded(50);
-        expect(db.hotload.generation).toBe(generation);
         if (previousUser !== active) expect(await sessionsOfAfterExit(cluster, previousUser)).toBe(0);
       }
     } finally {
@@ -56,20 +80,58 @@ describe('Knex under load while credentials rotate', () => {
     }
     expect(load.failures).toEqual([]);
     expect(load.succeeded).toBeGreaterThan(0);
-    for (const event of events) for (const password of everyPassword) expect(event).not.toContain(password);
+    expect(findLeaks(events, everyPassword)).toEqual([]);
     expect(await sessionsOfAfterExit(cluster, 'app_a')).toBe(0);
     expect(await sessionsOfAfterExit(cluster, 'app_b')).toBe(0);
+  });
+
+  // SKIPPED, known defect: the server changes first, so a connection still opening with
+  // the old password is refused (28P01) and Knex fails the query waiting for it (tarn's
+  // propagateCreateError). hotload-pg passes the same case (TypeORM's rotation-under-load
+  // test): it keeps such a request queued for the generation's open clients and the next
+  // generation. Knex needs the same, which issue 15's shared lifecycle gives every driver.
+  // Run it with `it` to see the failures: "password authentication failed for user app_a".
+  it.skip('fails no query when the password rotates while the pool is still opening connections', async () => {
+    // Every byte to and from the server is delayed, so each connection takes a few hundred
+    // ms to open: the rotation lands while the pool is opening its connections.
+    const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });
+    await suite.publish(proxy, 'app_a');
+    const db: HotloadKnex = await createHotloadKnex({
+      hotload: { source: { secretDirectory: secret.path } },
+      pool: { min: 0, max: WORKERS },
+    });
+    const events = recordEvents(db.hotload);
+    let load: QueryLoad | undefined;
+    try {
+      const pool = tarnPoolOf(db);
+      proxy.setLatency(100);
+      load = new QueryLoad(db, WORKERS);
+      await untilHolds(
+        pool,
+        'createRequest',
+        () => pool.numPendingCreates() > 0,
+        'the pool opening connections',
+      );
+      await rotate(db, proxy, 'app_a', () => expect(pool.numPendingCreates()).toBeGreaterThan(0));
+      proxy.setLatency(0);
+      await load.moreSucceeded(50);
+    } finally {
+      await load?.stop();
+      await db.destroy();
+      await proxy.close();
+      await suite.publish(cluster, 'app_a');
+    }
+    expect(load?.failures).toEqual([]);
+    expect(findLeaks(events, everyPassword)).toEqual([]);
   });
 });
 
 /**
- * Waits (bounded) until the pool holds its full `WORKERS` connections and opens none. A
- * same-user rotation changes the password on the server before the secret: a connection
- * being opened with the old password in between would fail, as it would for any client.
- * With as many connections as workers and `max` equal to that, the pool opens no more.
+ * Resolves once the pool holds its full `WORKERS` connections and opens none (with `max`
+ * equal to the workers, it then opens no more); fails, naming the state, if it never does.
  */
-async function waitForSteadyPool(db: HotloadKnex): Promise<void> {
-  const pool = db.client.pool as { numPendingCreates(): number; numUsed(): number; numFree(): number };
+async function steadyPool(db: HotloadKnex): Promise<void> {
+  const pool = tarnPoolOf(db);
   const steady = () => pool.numPendingCreates() === 0 && pool.numUsed() + pool.numFree() === WORKERS;
-  for (let i = 0; i < 1000 && !steady(); i++) await new Promise((r) => setTimeout(r, 5));
+  await untilHolds(pool, 'createSuccess', steady, `a steady pool of ${WORKERS} connections`);
 }

@@ -24,7 +24,7 @@ export interface HotloadOptions {
   verifyRetryMaxMillis?: number;
   /** A verify attempt that has not connected and answered `SELECT 1` by then fails. Default 10 000. */
   verifyTimeoutMillis?: number;
-  /** Options of the source watcher (debounce). */
+  /** Options of the source watcher (debounce, watch mode, polling interval, resync interval). */
   watcher?: SourceWatcherOptions;
   /**
    * What this pool is called in metric labels, diagnostics messages and log lines.

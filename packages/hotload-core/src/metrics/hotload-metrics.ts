@@ -53,6 +53,9 @@ const connectionReaders = new WeakMap<
   Map<object, { source: string; read: () => ConnectionCounts | undefined }>
 >();
 
+/** Sources whose series a histogram already exports (see `#exportZeros`). */
+const zeroedSources = new WeakMap<object, Set<string>>();
+
 /**
  * hotload's metrics for one source, on one registry. Several instances (pools) may share a
  * registry: the metrics are registered once and told apart by their `source` label.
@@ -108,6 +111,27 @@ export class HotloadMetrics {
     this.#currentGeneration = gauge(N.currentGeneration, 'Id of the generation serving new work');
     this.#connections =
       (find(N.connections) as Gauge | undefined) ?? createConnectionsGauge(client, registry);
+    this.#exportZeros();
+  }
+
+  /**
+   * Counters and histograms of this source start at 0 rather than absent (the Prometheus
+   * advice for labels known up front): `rate()` and `increase()` then see the first event,
+   * and a dashboard tells "no switch yet" from "not instrumented".
+   */
+  #exportZeros(): void {
+    const labels = { source: this.source };
+    for (const counter of [this.#changes, this.#switches, this.#verifyFailures, this.#forceClosed]) {
+      counter.inc(labels, 0);
+    }
+    for (const histogram of [this.#modtimeLatency, this.#drainDuration]) {
+      // zero() overwrites a series: a second pool of the same source must not reset it.
+      const zeroed = zeroedSources.get(histogram) ?? new Set<string>();
+      zeroedSources.set(histogram, zeroed);
+      if (zeroed.has(this.source)) continue;
+      zeroed.add(this.source);
+      histogram.zero(labels);
+    }
   }
 
   /** A real change of the source, from the watcher's `change` event. */

@@ -1,0 +1,19 @@
+import { describe, expect, it } from 'vitest';
+import { formatSlowest, slowestFiles } from '../support/summary-reporter.js';
+
+describe('summary reporter', () => {
+  it('lists the slowest files first, with their durations in seconds', () => {
+    const files = [
+      { file: 'a.test.ts', millis: 1_200 },
+      { file: 'b.test.ts', millis: 45_678 },
+      { file: 'c.test.ts', millis: 300 },
+    ];
+    expect(formatSlowest(slowestFiles(files, 2))).toBe(
+      'slowest test files:\n   45.7 s  b.test.ts\n    1.2 s  a.test.ts\n',
+    );
+  });
+
+  it('prints nothing when no file ran', () => {
+    expect(formatSlowest(slowestFiles([]))).toBe('');
+  });
+});
