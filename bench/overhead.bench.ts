@@ -1,7 +1,8 @@
 /**
  * Steady-state cost of hotload-pg: the same query workload on a plain pg.Pool and on a
  * hotload-pg Pool following a secret directory, against the same server, alternated in
- * several rounds; medians reported (ratio: median of per-round ratios). Two lines:
+ * several rounds; medians reported (ratio: median of per-round ratios, with their spread:
+ * min, quartiles, max). Two lines:
  * `overhead` (concurrency 16, max 16: no checkout waits) and `overhead-waiters`
  * (concurrency 32, max 10: most checkouts wait for a client to be released, the path
  * where hotload's own wait queue meets pg-pool's).
@@ -15,6 +16,7 @@ import {
   alternatingRounds,
   median,
   medianRatio,
+  ratioSpread,
   runLoops,
   writeSuperuserSecret,
 } from './support/alternating-rounds.js';
@@ -25,7 +27,7 @@ const { Pool: HotloadPool } = builtHotloadPg;
 const CONCURRENCY = 16;
 const WAITERS_CONCURRENCY = 32;
 const WAITERS_MAX = 10;
-const ROUNDS = 9;
+const ROUNDS = 15;
 const ROUND_MILLIS = 1_500;
 
 interface Queryable {
@@ -57,6 +59,8 @@ interface Comparison {
   hotload_qps: number;
   pg_qps: number;
   ratio: number;
+  /** The per-round ratios' spread (min, quartiles, max). */
+  ratio_spread: ReturnType<typeof ratioSpread>;
   hotload_cpu_us_per_query: number;
   pg_cpu_us_per_query: number;
 }
@@ -76,6 +80,7 @@ async function compare(plain: Queryable, hotload: Queryable, concurrency: number
     hotload_qps: Math.round(median(qps(hotloadRuns))),
     pg_qps: Math.round(median(qps(pgRuns))),
     ratio: Number(medianRatio(qps(pgRuns), qps(hotloadRuns)).toFixed(3)),
+    ratio_spread: ratioSpread(qps(pgRuns), qps(hotloadRuns)),
     hotload_cpu_us_per_query: cpu(hotloadRuns),
     pg_cpu_us_per_query: cpu(pgRuns),
   };
@@ -93,13 +98,14 @@ try {
     CONCURRENCY,
   );
   // This line keeps its original fields; the CPU figures are on the waiters line only.
-  const { hotload_qps, pg_qps, ratio } = overhead;
+  const { hotload_qps, pg_qps, ratio, ratio_spread } = overhead;
   console.log(
     JSON.stringify({
       bench: 'overhead',
       hotload_qps,
       pg_qps,
       ratio,
+      ratio_spread,
       rounds: ROUNDS,
       concurrency: CONCURRENCY,
     }),

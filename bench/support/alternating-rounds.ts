@@ -77,3 +77,16 @@ export async function alternatingRounds<T>(options: {
 export function medianRatio(baseline: number[], candidate: number[]): number {
   return median(candidate.map((value, round) => value / baseline[round]!));
 }
+
+/**
+ * How far the per-round ratios candidate / baseline spread: lowest, quartiles and highest
+ * (rounded to 3 decimals), so a median can be read against the noise of the run.
+ */
+export function ratioSpread(
+  baseline: number[],
+  candidate: number[],
+): Record<'min' | 'q1' | 'q3' | 'max', number> {
+  const ratios = candidate.map((value, round) => value / baseline[round]!).sort((a, b) => a - b);
+  const at = (fraction: number) => Number(ratios[Math.round((ratios.length - 1) * fraction)]!.toFixed(3));
+  return { min: at(0), q1: at(0.25), q3: at(0.75), max: at(1) };
+}

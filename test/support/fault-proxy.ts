@@ -67,7 +67,9 @@ export class FaultProxy {
   async refuseNew(): Promise<void> {
     if (this.#refusing) return;
     this.#refusing = true;
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    // close() stops listening at once; its callback only comes once every open connection
+    // has ended, which never happens while a test keeps a client open through the proxy.
+    this.#server.close();
   }
 
   /** Undoes stall, latency and refusal; held bytes are delivered. */

@@ -2,7 +2,9 @@
 
 /** What {@link nextEvent} needs of an emitter (any `EventEmitter`). */
 export interface EventSource<T> {
-  on(event: string, listener: (payload: T) => void): unknown;
+  // `never`: emitters that type their events strictly (a hotload Pool, like pg.Pool, accepts
+  // only the events it emits) are sources too; the payload type comes from the caller.
+  on(event: never, listener: never): unknown;
   removeListener(event: string, listener: (payload: T) => void): unknown;
 }
 
@@ -46,7 +48,7 @@ export function nextEvent<T>(
     }, timeoutMillis);
     // a pending wait does not keep a process alive on its own
     timer.unref();
-    emitter.on(event, listener);
+    (emitter.on as (event: string, listener: (payload: T) => void) => unknown).call(emitter, event, listener);
   });
   waiting.catch(() => undefined);
   return waiting;

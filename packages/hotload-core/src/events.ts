@@ -52,4 +52,16 @@ export interface SourceWatcherOptions {
    * Lines carry `source` (paths) and fingerprints, never a secret.
    */
   logger?: HotloadLogger;
+  /**
+   * When the first read fails, `start()` still rejects, but the watcher keeps watching
+   * (instead of closing) and emits `change` as soon as the source becomes valid. Default
+   * false. hotload's pools set it: a pod may start before its secret is published.
+   */
+  keepWatchingOnStartError?: boolean;
+  /**
+   * Whether the file watches keep the process alive (chokidar's `persistent`). Default
+   * true; hotload's pools set false, so a program using one exits when its own work is
+   * done, as it would with the plain driver. (The watcher's timers never keep it alive.)
+   */
+  persistent?: boolean;
 }

@@ -87,6 +87,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   #reading: Promise<void> | undefined;
   #lastErrorMessage: string | undefined;
   readonly #dirs: ReadonlySet<string>;
+  readonly #keepWatchingOnStartError: boolean;
+  readonly #persistent: boolean;
 
   constructor(source: ConnectionSource, options: SourceWatcherOptions = {}) {
     super();
@@ -107,6 +109,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       DEFAULT_RESYNC_INTERVAL_MILLIS,
     );
     this.#logger = options.logger ?? silentLogger;
+    this.#keepWatchingOnStartError = options.keepWatchingOnStartError ?? false;
+    this.#persistent = options.persistent ?? true;
     this.#dirs = new Set(source.watchPaths.map((p) => resolve(p)));
   }
 
@@ -117,8 +121,12 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
 
   /**
    * Starts watching, then reads the source once. Resolves with the initial config once
-   * the watcher is ready; rejects with a {@link SourceError} (and stops watching) if the
-   * source is invalid. Calling it again returns the same promise.
+   * the watcher is ready; rejects with a {@link SourceError} (and stops watching, unless
+   * `keepWatchingOnStartError`) if the source is invalid. Calling it again returns the
+   * same promise.
+   *
+   * Its timers never keep the process alive, nor do its file watches with
+   * `persistent: false`.
    */
   start(): Promise<ConnectionConfig> {
     this.#started ??= this.#start();
@@ -141,9 +149,26 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       this.#startResync();
       return config;
     } catch (error) {
-      await this.close();
+      if (!this.#keepWatchingOnStartError || this.#closed) {
+        await this.close();
+        throw error;
+      }
+      // Watching on: the next event (or the missing-source poll) re-reads, and a valid
+      // read is a change from nothing. The same error is not reported twice.
+      this.#lastErrorMessage = (error as Error).message;
+      if ((error as SourceError).code === 'missing') this.#startMissingPoll();
+      this.#startResync();
       throw error;
     }
+  }
+
+  /**
+   * Reads the source again soon (after `debounceMillis`), as a file event would: for a
+   * caller that has reason to think it changed, e.g. a database refused the credentials
+   * it holds. A change is emitted as usual; nothing happens if it did not change.
+   */
+  reread(): void {
+    this.#schedule();
   }
 
   /** False in `'none'` mode, and for sources without files (the libpq environment). */
@@ -193,6 +218,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
         this.#rearming = undefined;
       });
     }, MISSING_POLL_MILLIS);
+    this.#missingPoll.unref();
   }
 
   #stopMissingPoll(): void {
@@ -228,6 +254,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       // no delayed 'unlink' (chokidar's atomic-write collapsing): every event re-reads anyway
       atomic: false,
       ignorePermissionErrors: true,
+      persistent: this.#persistent,
       ignored: (path: string) => !relevant(resolve(path)),
       usePolling: this.watchMode === 'polling',
       interval: this.pollIntervalMillis,
@@ -263,6 +290,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     if (this.#timer) return;
     this.#firstEventAt = Date.now();
     this.#timer = setTimeout(() => this.#fire(), this.debounceMillis);
+    this.#timer.unref();
   }
 
   #fire(): void {

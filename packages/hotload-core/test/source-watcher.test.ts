@@ -223,6 +223,49 @@ describe('SourceWatcher lifecycle', () => {
     expect(watchHandleCount()).toBe(handlesBefore);
   });
 
+  it('keepWatchingOnStartError: start() rejects, then the source appearing is a change from nothing', async () => {
+    const dir = join(root, 'secret');
+    const watcher = new SourceWatcher(new SecretDirectorySource(dir), { keepWatchingOnStartError: true });
+    watchers.push(watcher);
+    const log = new EventLog(watcher);
+    await expect(watcher.start()).rejects.toMatchObject({ name: 'SourceError', code: 'missing' });
+    await writeSecretAtomically(dir, toSecretFiles(config('late')));
+    // The folder may be read half-made first (an 'incomplete' error): the change follows.
+    let event = await log.next();
+    while (event.type === 'error') event = await log.next();
+    const change = event.change;
+    expect(change.config.password).toBe('late');
+    expect(change.previousFingerprint).toBeUndefined();
+    expect(watcher.current?.password).toBe('late');
+  });
+
+  it('reread() reads a source whose change made no file event', async () => {
+    const env: NodeJS.ProcessEnv = {
+      PGHOST: 'db',
+      PGUSER: 'app',
+      PGDATABASE: 'app',
+      PGPASSWORD: 'one',
+      PGPASSFILE: join(root, 'pgpass'),
+    };
+    const { watcher, log } = await startWatching(new LibpqEnvironmentSource(env));
+    env.PGPASSWORD = 'two'; // an environment object: no file changes
+    watcher.reread();
+    expect((await log.nextChange()).config.password).toBe('two');
+  });
+
+  it('persistent: false: the file watches do not keep the process alive (they are not active handles)', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    const handlesBefore = watchHandleCount();
+    const watcher = new SourceWatcher(new SecretDirectorySource(dir), { persistent: false });
+    watchers.push(watcher);
+    const log = new EventLog(watcher);
+    await watcher.start();
+    expect(watchHandleCount()).toBe(handlesBefore);
+    await writeSecretAtomically(dir, toSecretFiles(config('two')));
+    expect((await log.nextChange()).config.password).toBe('two'); // and still watching
+  });
+
   it('close() leaves no handle or timer: a process that closed its watcher exits by itself', async () => {
     const script = fileURLToPath(new URL('./fixtures/watch-then-close.ts', import.meta.url));
     const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', script], {

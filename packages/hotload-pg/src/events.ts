@@ -71,6 +71,18 @@ export interface PoolEvents {
   sourceError: [event: SourceErrorEvent];
 }
 
+/** pg.Pool's own events. */
+export type PgPoolEvent = 'error' | 'release' | 'connect' | 'acquire' | 'remove';
+
+/**
+ * A listener of one of pg.Pool's events, exactly as @types/pg types it (its `on` is
+ * generic over the event with this conditional listener type since 8.11), so a hotload
+ * Pool's `on` stays assignable to pg.Pool's.
+ */
+export type PgPoolListener<K extends PgPoolEvent> = K extends 'error' | 'release'
+  ? (err: Error, client: pg.PoolClient) => void
+  : (client: pg.PoolClient) => void;
+
 /** Names of the pg.Pool events that are forwarded from every generation. */
 export const FORWARDED_EVENTS = ['connect', 'acquire', 'release', 'remove', 'error'] as const;
 /** One of {@link FORWARDED_EVENTS}. */

@@ -49,6 +49,7 @@ class SwitchAttempt {
   sleep(millis: number): Promise<void> {
     return new Promise((resolve) => {
       const timer = setTimeout(resolve, millis);
+      timer.unref(); // a retry loop alone must not keep the process alive
       this.#wakeUp = () => {
         clearTimeout(timer);
         resolve();

@@ -35,9 +35,10 @@ export interface GenerationHooks {
   onClosed(generation: Generation): void;
   /**
    * A checkout failed to open a new connection. Returning true takes the request over
-   * (the pool queues it again); false lets it fail with `err`.
+   * (the pool queues it again); false lets it fail with `err`. `context` is what the
+   * caller gave {@link Generation.checkout} with the request.
    */
-  onConnectFailed(generation: Generation, err: Error, callback: CheckoutCallback): boolean;
+  onConnectFailed(generation: Generation, err: Error, callback: CheckoutCallback, context: unknown): boolean;
   /**
    * A client of the generation failed: a checkout's connect, a release with an error
    * (`pool.query` releases with the query's error) or an idle client's socket.
@@ -116,6 +117,11 @@ export class Generation {
     this.#growthTimer.unref();
   }
 
+  /** True while {@link pauseGrowth} holds new connections back. */
+  get growthPaused(): boolean {
+    return this.#limit < this.max;
+  }
+
   /** True once {@link close} has finished. */
   closed = false;
 
@@ -124,14 +130,16 @@ export class Generation {
    * {@link hasCapacity}. With `direct`, a failed connect goes straight to `callback`
    * (verify wants the error); otherwise the pool may take the request over.
    */
-  checkout(callback: CheckoutCallback, direct = false): void {
+  checkout(callback: CheckoutCallback, direct = false, context?: unknown): void {
     this.outstanding++;
     this.pool.connect((err, client, pgRelease) => {
       if (err !== undefined || client === undefined) {
         const error = err ?? new Error('hotload-pg: checkout returned no client');
         this.outstanding--;
         if (!direct) this.hooks.onError?.(this, error);
-        if (direct || !this.hooks.onConnectFailed(this, error, callback)) callback(error, undefined, noop);
+        if (direct || !this.hooks.onConnectFailed(this, error, callback, context)) {
+          callback(error, undefined, noop);
+        }
         this.hooks.onCheckin(this);
         return;
       }
@@ -214,6 +222,7 @@ export class Generation {
             forceClosed = this.#forceCloseAll(drainTimeoutMillis);
             onForceClosed?.(forceClosed);
           }, drainTimeoutMillis);
+    timer?.unref(); // the clients it waits for keep the process alive, not the timer
     // pg-pool serves a checkout that found an idle client on the next tick; ending the
     // pool before that tick would strand it. setImmediate runs after those ticks.
     await new Promise((resolve) => setImmediate(resolve));

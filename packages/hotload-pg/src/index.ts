@@ -14,10 +14,22 @@ export type {
 } from './events.js';
 export { forceCloseClient } from './force-close.js';
 export type { HotloadOptions, PoolConfig } from './options.js';
+
+import { createPgModule } from './pg-module.js';
+
 export { createPgModule, type PgModule } from './pg-module.js';
 export { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
 export { Pool } from './pool.js';
 export { logPoolEvents } from './pool-logging.js';
 export { type InstrumentPoolOptions, instrumentPool } from './pool-metrics.js';
 export { poolSourceName, STATIC_SOURCE_NAME } from './pool-source-name.js';
+export type { SourceFollowingClientClass } from './source-following-client.js';
 export { type HotloadTypeOrmOptions, hotloadTypeOrmOptions } from './typeorm-options.js';
+
+/**
+ * `import pg from 'hotload-pg'`: the pg module object with hotload-pg's `Pool` (see
+ * {@link createPgModule}), so `import pg from 'pg'; new pg.Pool(...)` switches by changing
+ * the import alone.
+ */
+const pgModule = createPgModule();
+export default pgModule;

@@ -24,6 +24,18 @@ export interface HotloadOptions {
   verifyRetryMaxMillis?: number;
   /** A verify attempt that has not connected and answered `SELECT 1` by then fails. Default 10 000. */
   verifyTimeoutMillis?: number;
+  /**
+   * How long a checkout may wait when the serving generation's database refuses new
+   * connections for bad credentials (SQLSTATE 28P01/28000) while it still has open
+   * clients: the password was changed in the database a moment before the secret. The
+   * source is re-read at once; the checkout is served by a released client or by the
+   * next generation, or fails with the database's error after this long (or sooner at
+   * `connectionTimeoutMillis`). Meanwhile the generation tries one new connection at a
+   * time, backing off from `verifyRetryInitialMillis` to `verifyRetryMaxMillis`.
+   * Only with a `source`; every other connection failure fails the checkout at once, as
+   * with pg.Pool. Default 5 000.
+   */
+  credentialWaitMillis?: number;
   /** Options of the source watcher (debounce, watch mode, polling interval, resync interval). */
   watcher?: SourceWatcherOptions;
   /**
@@ -60,6 +72,7 @@ export interface ResolvedSwitchOptions {
   readonly verifyRetryInitialMillis: number;
   readonly verifyRetryMaxMillis: number;
   readonly verifyTimeoutMillis: number;
+  readonly credentialWaitMillis: number;
   readonly prepare: ((client: pg.PoolClient) => Promise<void>) | undefined;
 }
 
@@ -70,6 +83,7 @@ export function resolveSwitchOptions(options: HotloadOptions | undefined): Resol
     verifyRetryInitialMillis: options?.verifyRetryInitialMillis ?? 100,
     verifyRetryMaxMillis: options?.verifyRetryMaxMillis ?? 5_000,
     verifyTimeoutMillis: options?.verifyTimeoutMillis ?? 10_000,
+    credentialWaitMillis: options?.credentialWaitMillis ?? 5_000,
     prepare: options?.prepare,
   };
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { HotloadOptions, PoolConfig } from './options.js';
 import { Pool } from './pool.js';
+import { sourceFollowingClient } from './source-following-client.js';
 
 /**
  * An object shaped like `require('pg')` (`Client`, `Query`, `types`, `defaults`,
@@ -9,10 +10,8 @@ import { Pool } from './pool.js';
  * keep the hotload Pool.
  */
 export type PgModule = Omit<typeof pg, 'Pool' | 'native'> & {
-  /** hotload-pg's {@link Pool}, with the module's hotload options as defaults. */
-  Pool: new (
-    config?: PoolConfig,
-  ) => Pool;
+  /** hotload-pg's {@link Pool} (with the module's hotload options as defaults, if any). */
+  Pool: typeof Pool;
   native: null;
 };
 
@@ -25,17 +24,19 @@ export type PgModule = Omit<typeof pg, 'Pool' | 'native'> & {
  * TypeORM: its `extra` option), which wins. With neither, the Pool is a plain pg.Pool.
  */
 export function createPgModule(hotloadDefaults?: HotloadOptions): PgModule {
+  if (hotloadDefaults === undefined) return pgModuleWith(Pool);
   class HotloadModulePool extends Pool {
     constructor(config?: PoolConfig) {
-      const hotload =
-        hotloadDefaults === undefined && config?.hotload === undefined
-          ? undefined
-          : { ...hotloadDefaults, ...config?.hotload };
-      super({ ...config, hotload });
+      super({ ...config, hotload: { ...hotloadDefaults, ...config?.hotload } });
     }
   }
+  const Client = hotloadDefaults.source === undefined ? pg.Client : sourceFollowingClient(hotloadDefaults);
+  return pgModuleWith(HotloadModulePool, Client);
+}
+
+function pgModuleWith(HotloadPool: typeof Pool, Client: typeof pg.Client = pg.Client): PgModule {
   // pg's module object keeps its members as own enumerable properties (`native` is a lazy
   // non-enumerable getter), so a spread copies all of them, `defaults` by reference: a
   // library that sets `defaults.parseInt8` through this object changes pg's, as with pg.
-  return { ...pg, Pool: HotloadModulePool, native: null };
+  return { ...pg, Pool: HotloadPool, Client, native: null };
 }

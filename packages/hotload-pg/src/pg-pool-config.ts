@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
+import { SourceError } from 'hotload-core';
 import type pg from 'pg';
 
 /**
@@ -118,10 +119,30 @@ export function toPgPoolConfig(
 function toSsl(sslmode: string, params: Readonly<Record<string, string>>): pg.PoolConfig['ssl'] {
   if (sslmode === 'disable' || sslmode === 'allow' || sslmode === 'prefer') return false;
   const tls: ConnectionOptions = {};
-  if (params.sslrootcert) tls.ca = readFileSync(params.sslrootcert, 'utf8');
-  if (params.sslcert) tls.cert = readFileSync(params.sslcert, 'utf8');
-  if (params.sslkey) tls.key = readFileSync(params.sslkey, 'utf8');
+  if (params.sslrootcert) tls.ca = readTlsFile(params.sslrootcert, 'sslrootcert');
+  if (params.sslcert) tls.cert = readTlsFile(params.sslcert, 'sslcert');
+  if (params.sslkey) tls.key = readTlsFile(params.sslkey, 'sslkey');
   if (sslmode === 'require' || sslmode === 'no-verify') tls.rejectUnauthorized = false;
   if (sslmode === 'verify-ca') tls.checkServerIdentity = () => undefined;
   return tls;
+}
+
+/**
+ * Reads a TLS file the source names. A failure is the source's fault (it names a file
+ * that is not there, or not readable), so it is a `SourceError` naming the key and path.
+ */
+function readTlsFile(path: string, key: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    const errno = (error as NodeJS.ErrnoException).code;
+    throw new SourceError({
+      code: errno === 'ENOENT' ? 'missing' : 'unreadable',
+      source: `${key} of the connection source`,
+      file: path,
+      key,
+      problem: `cannot read the ${key} file named by the source`,
+      errno,
+    });
+  }
 }

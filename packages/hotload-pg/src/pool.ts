@@ -1,13 +1,18 @@
-import { EventEmitter } from 'node:events';
 import {
   type ConnectionCounts,
-  type ConnectionSource,
   createSource,
   type SourceWatcher,
   SourceWatcher as Watcher,
 } from 'hotload-core';
-import type pg from 'pg';
-import { FORWARDED_EVENTS, type ForwardedEvent, type PoolEvents } from './events.js';
+import pg from 'pg';
+import { backoffDelay } from './backoff.js';
+import {
+  FORWARDED_EVENTS,
+  type ForwardedEvent,
+  type PgPoolEvent,
+  type PgPoolListener,
+  type PoolEvents,
+} from './events.js';
 import { type CheckoutCallback, Generation, type GenerationHooks } from './generation.js';
 import { GenerationSwitch, type SwitchTarget, type VerifiedSwitch } from './generation-switch.js';
 import {
@@ -28,13 +33,41 @@ import { logPoolEvents } from './pool-logging.js';
 import { instrumentPool } from './pool-metrics.js';
 import { type NodeCallback, promisify } from './promisify.js';
 
-/** A checkout waiting for capacity (or for the initial config). */
+/**
+ * A checkout the pool itself holds: waiting for capacity or for the first config, or
+ * handed to a generation from that queue. Its `connectionTimeoutMillis` timer runs from
+ * the checkout call until it is answered (as pg-pool's queue timer does), wherever it is.
+ */
 interface Waiter {
   readonly callback: CheckoutCallback;
   timer: NodeJS.Timeout | undefined;
+  /** In the pool's queue (so answering it must take it out). */
+  queued: boolean;
+  /** Answered (served, failed or timed out): a late client goes straight back. */
+  settled: boolean;
+  /**
+   * Asked while there was no generation yet and within `max`: pg.Pool would be opening a
+   * connection for it, so its timeout is pg's connection timeout, not the queue's.
+   */
+  readonly connecting: boolean;
+  /** Fails it with the refused login's error once `credentialWaitMillis` ran out. */
+  credentialTimer: NodeJS.Timeout | undefined;
 }
 
+/** pg-pool's error for a checkout not served within `connectionTimeoutMillis`. */
+const CONNECT_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
+/** pg-pool's error for a new connection not made within `connectionTimeoutMillis`. */
+const CONNECTION_TIMEOUT_MESSAGE = 'Connection terminated due to connection timeout';
+/** pg-pool's error for work asked after `end()`. */
+const ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
+
 const noop = (): void => {};
+
+/** The release function a checkout callback receives. */
+type PgRelease = (err?: Error | boolean) => void;
+
+/** Where the `options` setter keeps the options pg-pool's constructor computed. */
+const baseOptions = Symbol('hotload-pg.baseOptions');
 
 /**
  * A drop-in `pg.Pool` that follows a connection source.
@@ -50,16 +83,8 @@ const noop = (): void => {};
  * generation. Without `hotload.source` it is a single generation built from the pg options,
  * i.e. plain `pg.Pool` behaviour (plus {@link Pool.switchTo}).
  */
-export class Pool extends EventEmitter {
-  /** `pool.query()`: pg.Pool's signatures (text/values, config objects, submittables; promise or callback). */
-  declare query: pg.Pool['query'];
-  /** `pool.connect()`: pg.Pool's signatures; the client's `release()`/`release(err)` gives it back. */
-  declare connect: pg.Pool['connect'];
-  /** `pool.end()`: resolves once every generation is closed. Idempotent. */
-  declare end: pg.Pool['end'];
-
+export class Pool extends pg.Pool {
   readonly #config: pg.PoolConfig;
-  readonly #defaultOptions: pg.PoolOptions;
   readonly #switchOptions: ResolvedSwitchOptions;
   readonly #switch: GenerationSwitch;
   /** Every generation not yet closed: current, retiring and candidates being verified. */
@@ -67,12 +92,20 @@ export class Pool extends EventEmitter {
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiters: Waiter[] = [];
   #current: Generation | undefined;
+  declare [baseOptions]: pg.PoolOptions;
   #nextId = 1;
   #watcher: SourceWatcher | undefined;
+  /** Settles with the first outcome of the source: a first generation, or why there is none. */
   #started: Promise<void>;
-  #startError: Error | undefined;
-  #endCalled = false;
-  #ended = false;
+  /** Why there is no generation to serve (invalid source, unbuildable config); cleared by one. */
+  #unavailable: Error | undefined;
+  /** Building the first generation (async with host lists); changes meanwhile wait in #pendingFirst. */
+  #startingFirst = false;
+  #pendingFirst: ConnectionSettings | undefined;
+  /** True once `end()` was called (pg.Pool's field; set by pg-pool's constructor, then by `end()`). */
+  declare ending: boolean;
+  /** True once `end()` has closed every generation (pg.Pool's field). */
+  declare ended: boolean;
   #ending: Promise<void> | undefined;
   readonly #name: string | undefined;
   /** Settings each source-built generation came from (failover re-selection needs them). */
@@ -82,31 +115,33 @@ export class Pool extends EventEmitter {
 
   /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
   constructor(config?: PoolConfig) {
-    super();
     const { hotload, ...pgConfig } = config ?? {};
+    // pg-pool's constructor only records options (defaults applied, password hidden) and
+    // empty queues; it opens nothing. Its queues stay unused: generations do the pooling.
+    super(pgConfig);
     this.#config = pgConfig;
-    this.#defaultOptions = {
-      ...pgConfig,
-      max: pgConfig.max || 10,
-      maxUses: pgConfig.maxUses || Number.POSITIVE_INFINITY,
-      allowExitOnIdle: pgConfig.allowExitOnIdle || false,
-      maxLifetimeSeconds: pgConfig.maxLifetimeSeconds || 0,
-      idleTimeoutMillis: pgConfig.idleTimeoutMillis === undefined ? 10_000 : pgConfig.idleTimeoutMillis,
-    };
-    // Hidden like pg-pool hides it, so a logged `pool.options` shows no password.
-    Object.defineProperty(this.#defaultOptions, 'password', { enumerable: false, value: pgConfig.password });
     this.#switchOptions = resolveSwitchOptions(hotload);
     this.#switch = new GenerationSwitch(this.#switchTarget(), this.#switchOptions);
-    this.on('newListener', this.#forwardOnDemand);
-    if (hotload?.source === undefined) {
+    super.on('newListener' as 'error', this.#forwardOnDemand as never);
+    this.#name = hotload?.name;
+    const source = hotload?.source === undefined ? undefined : createSource(hotload.source);
+    // The watcher exists (not yet watching) for the observers to subscribe to; anything
+    // that can throw here (metrics without prom-client) runs before it watches, so a
+    // constructor that throws leaves nothing running.
+    if (source !== undefined) {
+      // Kept watching when the first read fails (the pool serves once the source is
+      // valid); never keeping the process alive (pg.Pool would not).
+      const watcherOptions = { ...hotload?.watcher, keepWatchingOnStartError: true, persistent: false };
+      this.#watcher = new Watcher(source, watcherOptions);
+    }
+    this.#observe(hotload);
+    if (this.#watcher === undefined) {
       this.#current = this.#newGeneration(undefined, pgConfig);
       this.#started = Promise.resolve();
     } else {
-      this.#started = this.#start(createSource(hotload.source), hotload);
+      this.#started = this.#start(this.#watcher);
       this.#started.catch(noop); // reported through ready(), checkouts and 'sourceError'
     }
-    this.#name = hotload?.name;
-    this.#observe(hotload);
   }
 
   /** Diagnostics always (free without subscribers); metrics and logs when asked for. */
@@ -135,20 +170,30 @@ export class Pool extends EventEmitter {
 
   /**
    * Creates a pool and waits until its source has been read (see {@link Pool.ready}).
-   * Rejects with the source's `SourceError` if it is invalid.
+   * Rejects with the source's `SourceError` if there is no valid config (the pool is
+   * ended then): for programs that would rather fail at start-up than wait for one.
    */
   static async create(config?: PoolConfig): Promise<Pool> {
-    const pool = new Pool(config);
-    await pool.ready();
+    const pool = new this(config);
+    try {
+      await pool.ready();
+    } catch (error) {
+      await pool.end(); // the caller never gets it: stop its watcher
+      throw error;
+    }
     return pool;
   }
 
   /**
    * Resolves once the initial config has been read and the first generation exists.
-   * Checkouts made before then wait for it; with an invalid source this rejects (and so
-   * do they) with the `SourceError`.
+   * Checkouts made before then wait for it. While there is no valid config (the source is
+   * missing or invalid, or names a TLS file that is not there) this rejects, and
+   * checkouts fail at once, with the `SourceError`; the source is still watched and the
+   * pool serves as soon as it is valid (a later `ready()` then resolves).
    */
   ready(): Promise<void> {
+    if (this.#current !== undefined) return Promise.resolve();
+    if (this.#unavailable !== undefined) return Promise.reject(this.#unavailable);
     return this.#started;
   }
 
@@ -158,7 +203,7 @@ export class Pool extends EventEmitter {
    * `false` if superseded by a newer change or by `end()`.
    */
   switchTo(settings: ConnectionSettings): Promise<boolean> {
-    if (this.#endCalled) return Promise.resolve(false);
+    if (this.ending) return Promise.resolve(false);
     return this.#switch.request(settings);
   }
 
@@ -172,71 +217,80 @@ export class Pool extends EventEmitter {
     return [...this.#generations].filter((generation) => generation !== this.#current).map((g) => g.id);
   }
 
-  /** pg-pool's options of the current generation (connection fields come from the source). */
-  get options(): pg.PoolOptions {
-    return this.#current?.pool.options ?? this.#defaultOptions;
-  }
-
   /** Clients of every generation (connecting, idle and checked out). */
-  get totalCount(): number {
-    return this.#sum((pool) => pool.totalCount);
-  }
-
+  declare readonly totalCount: number;
   /** Idle clients of every generation. */
-  get idleCount(): number {
-    return this.#sum((pool) => pool.idleCount);
-  }
-
+  declare readonly idleCount: number;
   /** Checkouts waiting for a client. */
-  get waitingCount(): number {
-    return this.#waiters.length + this.#sum((pool) => pool.waitingCount);
-  }
-
+  declare readonly waitingCount: number;
   /** Clients past `maxLifetimeSeconds`, in every generation. */
-  get expiredCount(): number {
-    return this.#sum((pool) => pool.expiredCount);
-  }
+  declare readonly expiredCount: number;
 
-  /** True once `end()` was called. */
-  get ending(): boolean {
-    return this.#endCalled;
-  }
-
-  /** True once `end()` has closed every generation. */
-  get ended(): boolean {
-    return this.#ended;
-  }
-
+  /** pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}). */
   override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
-  override on(event: string | symbol, listener: (...args: never[]) => void): this;
-  override on(event: string | symbol, listener: (...args: never[]) => void): this {
-    return super.on(event, listener as (...args: unknown[]) => void);
+  override on<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override on(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
+    return super.on(event as 'error', listener as never);
   }
 
+  /** As {@link on}, for one event. */
   override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
-  override once(event: string | symbol, listener: (...args: never[]) => void): this;
-  override once(event: string | symbol, listener: (...args: never[]) => void): this {
+  override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     return super.once(event, listener as (...args: unknown[]) => void);
   }
 
   static {
-    // The public query/connect/end carry pg.Pool's overloaded types (declared above);
-    // their bodies live here so they can reach the private fields.
-    Pool.prototype.query = function query(this: Pool, text: unknown, values?: unknown, cb?: unknown) {
+    // The public query/connect/end keep pg.Pool's overloaded types (inherited); their
+    // bodies live here so they can reach the private fields. Through `this`: naming the
+    // class inside its body makes esbuild rename it `_Pool`, which is how it would print.
+    // biome-ignore lint/complexity/noThisInStatic: see above
+    const prototype: Pool = this.prototype;
+    prototype.query = function query(this: Pool, text: unknown, values?: unknown, cb?: unknown) {
       return this.#query(text, values, cb);
     } as pg.Pool['query'];
-    Pool.prototype.connect = function connect(this: Pool, cb?: CheckoutCallback) {
+    prototype.connect = function connect(this: Pool, cb?: CheckoutCallback) {
       return this.#connect(cb);
     } as pg.Pool['connect'];
-    Pool.prototype.end = function end(this: Pool, cb?: (err?: Error) => void) {
+    prototype.end = function end(this: Pool, cb?: (err?: Error) => void) {
       return this.#end(cb);
     } as pg.Pool['end'];
+    // pg.Pool types the counts as properties; pg-pool (and this class) makes them getters.
+    defineGetters(prototype, {
+      totalCount: (pool: Pool) => pool.#connectingFirst() + pool.#sum((generation) => generation.totalCount),
+      idleCount: (pool: Pool) => pool.#sum((generation) => generation.idleCount),
+      waitingCount: (pool: Pool) =>
+        pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
+      expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
+    });
+    // `options`: pg-pool's options of the current generation (connection fields come from
+    // the source). pg-pool's constructor writes (and completes) the base options through
+    // the setter before this class's fields exist, hence the brand check in the getter.
+    Object.defineProperty(prototype, 'options', {
+      configurable: true,
+      get(this: Pool): pg.PoolOptions {
+        return (#current in this ? this.#current?.pool.options : undefined) ?? this[baseOptions];
+      },
+      set(this: Pool, value: pg.PoolOptions) {
+        Object.defineProperty(this, baseOptions, { configurable: true, writable: true, value });
+      },
+    });
+  }
+
+  /**
+   * Checkouts waiting for the first config, up to `max`: pg.Pool would be connecting a
+   * client for each already, and counts them in `totalCount` (not `waitingCount`).
+   */
+  #connectingFirst(): number {
+    if (this.#current !== undefined || this.#waiters.length === 0) return 0;
+    return Math.min(this.#waiters.length, this.options.max);
   }
 
   #connect(cb: CheckoutCallback | undefined): Promise<pg.PoolClient> | undefined {
-    if (this.#endCalled) {
-      const err = new Error('Cannot use a pool after calling end on the pool');
-      if (cb) return void cb(err, undefined, noop);
+    if (this.ending) {
+      const err = new Error(ENDED_MESSAGE);
+      // pg-pool calls back with the error alone here.
+      if (cb) return void (cb as (err: Error) => void)(err);
       return Promise.reject(err);
     }
     const response = promisify<pg.PoolClient>(cb);
@@ -280,7 +334,7 @@ export class Pool extends EventEmitter {
             client.removeListener('error', onError);
             if (released) return;
             released = true;
-            client.release(queryError ?? undefined);
+            client.release(queryError as Error); // as is (null too): pg-pool emits it in `release`
             if (queryError) return done(queryError);
             done(undefined, result);
           },
@@ -321,17 +375,27 @@ export class Pool extends EventEmitter {
   }
 
   #end(cb: ((err?: Error) => void) | undefined): Promise<void> | undefined {
-    this.#endCalled = true;
-    this.#ending ??= this.#closeAll();
+    if (this.ending) {
+      // pg-pool's answer to a second end(), word for word.
+      const err = new Error('Called end on pool more than once');
+      if (cb === undefined) return Promise.reject(err);
+      cb(err);
+      return undefined;
+    }
+    this.ending = true;
+    this.#ending = this.#closeAll();
     if (cb === undefined) return this.#ending;
     this.#ending.then(() => cb(), cb);
     return undefined;
   }
 
   async #closeAll(): Promise<void> {
-    this.#failWaiters(new Error('Cannot use a pool after calling end on the pool'));
     await this.#switch.cancel();
-    await this.#started.catch(noop);
+    // Work asked before end() is served, as pg.Pool serves it: once the first config is
+    // there (if it is still being read), by the generation then serving.
+    if (this.#current === undefined && this.#unavailable === undefined) await this.#started.catch(noop);
+    this.#serveWaiters();
+    this.#failWaiters(this.#unavailable ?? new Error(ENDED_MESSAGE));
     await this.#watcher?.close();
     // Retiring generations keep their drain timeout; the current one waits for its
     // holders, as pg.Pool's end() does; a superseded candidate still verifying (its
@@ -341,42 +405,86 @@ export class Pool extends EventEmitter {
         generation === this.#current ? generation.close() : generation.close(0),
       ),
     );
-    this.#ended = true;
+    this.ended = true;
   }
 
-  /** Hot path: straight to the current generation when it has room and nobody waits. */
+  /**
+   * Hot path: straight to the current generation when it has room and nobody waits (its
+   * own pg-pool applies `connectionTimeoutMillis` to the new connection, if one is needed).
+   */
   #checkout(callback: CheckoutCallback): void {
     const current = this.#current;
-    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity() && !this.#endCalled) {
+    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity() && !this.ending) {
       current.checkout(callback);
       return;
     }
-    if (this.#endCalled) {
-      const error = new Error('Cannot use a pool after calling end on the pool');
+    const error = this.ending
+      ? new Error(ENDED_MESSAGE)
+      : current === undefined
+        ? this.#unavailable
+        : undefined;
+    if (error !== undefined) {
       process.nextTick(() => callback(error, undefined, noop));
       return;
     }
-    if (this.#startError !== undefined) {
-      const error = this.#startError;
-      process.nextTick(() => callback(error, undefined, noop));
-      return;
-    }
-    this.#enqueue(callback);
+    const connecting = current === undefined && this.#waiters.length < this.options.max;
+    this.#queue(this.#newWaiter(callback, connecting));
   }
 
-  #enqueue(callback: CheckoutCallback, first = false): void {
-    const waiter: Waiter = { callback, timer: undefined };
-    const timeout = this.#config.connectionTimeoutMillis;
-    if (timeout) {
-      waiter.timer = setTimeout(() => {
-        const index = this.#waiters.indexOf(waiter);
-        if (index !== -1) this.#waiters.splice(index, 1);
-        callback(new Error('timeout exceeded when trying to connect'), undefined, noop);
-      }, timeout);
-      waiter.timer.unref();
-    }
+  #queue(waiter: Waiter, first = false): void {
+    waiter.queued = true;
     if (first) this.#waiters.unshift(waiter);
     else this.#waiters.push(waiter);
+  }
+
+  #newWaiter(callback: CheckoutCallback, connecting = false): Waiter {
+    const waiter: Waiter = {
+      callback,
+      connecting,
+      queued: false,
+      timer: undefined,
+      settled: false,
+      credentialTimer: undefined,
+    };
+    const timeout = this.#config.connectionTimeoutMillis;
+    if (timeout) {
+      const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
+      // pg-pool calls a timed-out queued checkout back with the error alone, a failed
+      // connection with (err, undefined, noop).
+      const arity = connecting ? 3 : 1;
+      waiter.timer = setTimeout(
+        () => this.#settle(waiter, new Error(message), undefined, noop, arity),
+        timeout,
+      );
+      waiter.timer.unref();
+    }
+    return waiter;
+  }
+
+  /**
+   * Answers a waiter once (dropping it from the queue if it is there). `arity` 1: the
+   * callback gets the error alone, as pg-pool calls back a timed-out checkout.
+   */
+  #settle(
+    waiter: Waiter,
+    err: Error | undefined,
+    client?: pg.PoolClient,
+    release: PgRelease = noop,
+    arity = 3,
+  ): void {
+    if (waiter.settled) {
+      if (client !== undefined) release(); // answered already (timed out): give it back
+      return;
+    }
+    waiter.settled = true;
+    clearTimeout(waiter.timer);
+    clearTimeout(waiter.credentialTimer);
+    if (waiter.queued) {
+      waiter.queued = false;
+      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+    }
+    if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
+    else waiter.callback(err, client, release);
   }
 
   /** Hands waiting checkouts to the current generation while it has room. */
@@ -385,15 +493,16 @@ export class Pool extends EventEmitter {
     if (current === undefined) return;
     while (this.#waiters.length > 0 && current.hasCapacity()) {
       const waiter = this.#waiters.shift()!;
-      clearTimeout(waiter.timer);
-      current.checkout(waiter.callback);
+      waiter.queued = false;
+      // The waiter goes along as context: a failed connect may queue it again, timer running.
+      current.checkout((err, client, release) => this.#settle(waiter, err, client, release), false, waiter);
     }
   }
 
   #failWaiters(error: Error): void {
     for (const waiter of this.#waiters.splice(0)) {
-      clearTimeout(waiter.timer);
-      process.nextTick(() => waiter.callback(error, undefined, noop));
+      waiter.queued = false;
+      process.nextTick(() => this.#settle(waiter, error));
     }
   }
 
@@ -404,7 +513,8 @@ export class Pool extends EventEmitter {
     onClosed: (generation) => {
       this.#generations.delete(generation);
     },
-    onConnectFailed: (generation, _err, callback) => this.#requeueAfterConnectFailure(generation, callback),
+    onConnectFailed: (generation, err, callback, context) =>
+      this.#requeueAfterConnectFailure(generation, err, callback, context as Waiter | undefined),
     onError: (generation, err) => {
       if (generation === this.#current && !this.#reselecting && isFailoverSignal(err)) {
         const settings = this.#settingsOf.get(generation);
@@ -421,7 +531,7 @@ export class Pool extends EventEmitter {
    * while it runs triggers nothing more.
    */
   #reselect(settings: ConnectionSettings): void {
-    if (this.#endCalled) return;
+    if (this.ending) return;
     this.#reselecting = true;
     void this.#switch.request(settings, undefined, true).finally(() => {
       this.#reselecting = false;
@@ -429,45 +539,108 @@ export class Pool extends EventEmitter {
   }
 
   /**
-   * A new connection failed. The request fails too (as with pg.Pool) unless someone else
-   * can serve it: a newer generation (the failing one is retired), or the failing
-   * generation's own clients as they are released (it still has some, so it works; it
-   * just cannot grow, e.g. the password was changed in the database before the secret).
-   * Then the request waits at the head of the queue, and the generation stops opening
-   * connections for a while instead of failing every request that would need one.
+   * A new connection failed. The request fails too, as with pg.Pool, unless someone else
+   * can serve it: a newer generation (the failing one is retired), or, for a credential
+   * failure (28P01/28000) of the serving generation of a pool with a source while that
+   * generation still has clients, those clients as they are released or the generation
+   * of the new secret. That is the password changed in the database a moment before the
+   * secret: the source is re-read at once, the request waits at the head of the queue
+   * for at most `credentialWaitMillis` (and `connectionTimeoutMillis` from its start), and
+   * the generation tries one new connection at a time with backoff meanwhile.
    */
-  #requeueAfterConnectFailure(generation: Generation, callback: CheckoutCallback): boolean {
-    if (this.#endCalled) return false;
-    if (generation === this.#current) {
-      if (generation.live === 0) return false;
-      generation.pauseGrowth(this.#switchOptions.verifyRetryInitialMillis);
+  #requeueAfterConnectFailure(
+    generation: Generation,
+    err: Error,
+    callback: CheckoutCallback,
+    queuedBefore: Waiter | undefined,
+  ): boolean {
+    if (this.ending) return false;
+    const serving = generation === this.#current;
+    if (serving && (this.#watcher === undefined || !isCredentialFailure(err) || generation.live === 0)) {
+      return false;
     }
-    this.#enqueue(callback, true);
+    // A checkout that went straight to the generation gets its clock now: its own connect
+    // was bounded by connectionTimeoutMillis already (no time is read on that hot path).
+    const waiter = queuedBefore ?? this.#newWaiter(callback);
+    if (serving) {
+      if (waiter.credentialTimer === undefined) {
+        waiter.credentialTimer = setTimeout(
+          () => this.#settle(waiter, err),
+          this.#switchOptions.credentialWaitMillis,
+        );
+        waiter.credentialTimer.unref();
+      }
+      this.#watcher?.reread();
+      this.#pauseAfterCredentialFailure(generation);
+    }
+    if (waiter.settled) return true; // timed out meanwhile: answered already
+    this.#queue(waiter, true);
     return true;
   }
 
-  async #start(source: ConnectionSource, hotload: HotloadOptions): Promise<void> {
-    const watcher = new Watcher(source, hotload.watcher);
-    this.#watcher = watcher;
-    watcher.on('change', (change) => {
-      if (!this.#endCalled) void this.#switch.request(change.config, change.changedAt);
-    });
+  /** Credential failures in a row on the serving generation: the growth pause backs off. */
+  #credentialFailures = 0;
+
+  #pauseAfterCredentialFailure(generation: Generation): void {
+    if (!generation.growthPaused) this.#credentialFailures++;
+    const { verifyRetryInitialMillis, verifyRetryMaxMillis } = this.#switchOptions;
+    generation.pauseGrowth(
+      backoffDelay(this.#credentialFailures, verifyRetryInitialMillis, verifyRetryMaxMillis),
+    );
+  }
+
+  async #start(watcher: SourceWatcher): Promise<void> {
+    watcher.on('change', (change) => this.#onChange(change.config, change.changedAt));
     watcher.on('error', (error) => this.emit('sourceError', { error }));
     let settings: ConnectionSettings;
     try {
       settings = await watcher.start();
     } catch (error) {
-      this.#startError = error as Error;
-      this.#failWaiters(this.#startError);
-      this.emit('sourceError', { error: this.#startError });
+      this.#becomeUnavailable(error as Error);
       throw error;
     }
-    if (this.#endCalled || this.#current !== undefined) return;
+    await this.#startOn(settings);
+  }
+
+  /** No config to serve: waiting and later checkouts fail with `error` until one comes. */
+  #becomeUnavailable(error: Error): void {
+    this.#unavailable = error;
+    this.#failWaiters(error);
+    this.emit('sourceError', { error });
+  }
+
+  /** A valid source change: the first generation if there is none yet, else a switch. */
+  #onChange(settings: ConnectionSettings, changedAt: number): void {
+    if (this.ending) return;
+    if (this.#startingFirst) this.#pendingFirst = settings;
+    else if (this.#current === undefined) this.#startOn(settings).catch(noop);
+    else void this.#switch.request(settings, changedAt);
+  }
+
+  /** Builds the first generation (rejecting with a SourceError if it cannot be built). */
+  async #startOn(settings: ConnectionSettings): Promise<void> {
+    this.#startingFirst = true;
+    try {
+      await this.#startFirstGeneration(settings);
+    } catch (error) {
+      this.#becomeUnavailable(error as Error);
+      throw error;
+    } finally {
+      this.#startingFirst = false;
+      const pending = this.#pendingFirst;
+      this.#pendingFirst = undefined;
+      if (pending !== undefined) this.#onChange(pending, Date.now());
+    }
+  }
+
+  async #startFirstGeneration(settings: ConnectionSettings): Promise<void> {
+    // After end(), only for the work asked before it (see #closeAll).
+    if (this.#current !== undefined || (this.ending && this.#waiters.length === 0)) return;
     if (isMultiHost(settings)) {
       // Host list: the first generation goes on the first suitable host (one pass). If
       // none is, it goes on the first host, as pg would, and selection keeps retrying.
       const selected = await this.#switch.selectOnce(settings);
-      if (this.#endCalled || this.#current !== undefined) {
+      if (this.#current !== undefined || (this.ending && this.#waiters.length === 0)) {
         await selected?.close(0);
         return;
       }
@@ -545,6 +718,8 @@ export class Pool extends EventEmitter {
   #promote(candidate: Generation, details: VerifiedSwitch): void {
     const previous = this.#current;
     this.#current = candidate;
+    this.#unavailable = undefined;
+    this.#credentialFailures = 0;
     this.emit('switch', {
       fromGeneration: previous?.id,
       toGeneration: candidate.id,
@@ -572,6 +747,24 @@ export class Pool extends EventEmitter {
       });
     });
   }
+}
+
+/** Defines read-only getters on `prototype`, each computed from the instance. */
+function defineGetters<T>(prototype: T, getters: Record<string, (instance: T) => number>): void {
+  for (const [name, get] of Object.entries(getters)) {
+    Object.defineProperty(prototype, name, {
+      configurable: true,
+      get(this: T) {
+        return get(this);
+      },
+    });
+  }
+}
+
+/** The server refused the credentials: `invalid_password` or `invalid_authorization_specification`. */
+function isCredentialFailure(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  return code === '28P01' || code === '28000';
 }
 
 /**

@@ -28,6 +28,7 @@ export function verifyGeneration(
       () => settle(new Error(`verify timed out after ${timeoutMillis} ms (verifyTimeoutMillis)`)),
       timeoutMillis,
     );
+    timer.unref(); // the verify's socket keeps the process alive while it matters
     candidate.checkout((err, client, release) => {
       if (err !== undefined || client === undefined) return settle(err);
       // The socket may die mid-verify; without a listener pg would crash the process.

@@ -2,9 +2,10 @@
  * pg.Pool's own behaviour, run against hotload-pg's Pool (no hotload source: a single
  * generation built from the pg options, i.e. what `import { Pool } from 'pg'` does).
  */
-import { Pool } from 'hotload-pg';
+import { inspect } from 'node:util';
+import hotloadPg, { Pool } from 'hotload-pg';
 import { type PostgresCluster, startCluster } from 'hotload-test-support';
-import type pg from 'pg';
+import pg from 'pg';
 import Cursor from 'pg-cursor';
 import QueryStream from 'pg-query-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +21,23 @@ afterAll(async () => {
 function newPool(options: pg.PoolConfig = {}): Pool {
   return new Pool({ ...cluster.connectionConfig(), ...options });
 }
+
+describe('identity', () => {
+  it("is a pg.Pool of the app's pg (instanceof, as Prisma's adapter checks) and prints as Pool", async () => {
+    const pool = newPool();
+    expect(pool).toBeInstanceOf(pg.Pool);
+    expect(inspect(pool)).toMatch(/^Pool \{/);
+    await pool.end();
+  });
+
+  it("default export: `import pg from 'hotload-pg'` is pg's module with hotload's Pool", async () => {
+    expect(hotloadPg.Pool).toBe(Pool);
+    expect(hotloadPg.Client).toBe(pg.Client);
+    const pool = new hotloadPg.Pool(cluster.connectionConfig());
+    expect((await pool.query('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await pool.end();
+  });
+});
 
 describe('query', () => {
   it('runs text with values, promise form', async () => {
@@ -262,7 +280,7 @@ describe('events', () => {
 });
 
 describe('end', () => {
-  it('ends (promise form), sets ending/ended, refuses later use, and is idempotent', async () => {
+  it('ends (promise form), sets ending/ended, refuses later use and a second end()', async () => {
     const pool = newPool();
     await pool.query('SELECT 1');
     expect(pool.ending).toBe(false);
@@ -271,7 +289,7 @@ describe('end', () => {
     await ending;
     expect(pool.ended).toBe(true);
     expect(pool.totalCount).toBe(0);
-    await pool.end();
+    await expect(pool.end()).rejects.toThrow('Called end on pool more than once');
     await expect(pool.connect()).rejects.toThrow('Cannot use a pool after calling end on the pool');
     await expect(pool.query('SELECT 1')).rejects.toThrow('Cannot use a pool after calling end on the pool');
   });

@@ -1,49 +1,16 @@
-/**
- * The whole path: a secret directory written the kubelet way (hotload-core's atomic
- * writer), watched by hotload-core, driving the Pool's generation switches.
- */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { AtomicSecretWriter, SourceError } from 'hotload-core';
+import { SourceError } from 'hotload-core';
 import { Pool, type VerifyFailedEvent } from 'hotload-pg';
-import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createRole, settledSessions } from './helpers.js';
+import { nextEvent } from 'hotload-test-support';
+import { describe, expect, it } from 'vitest';
+import { settledSessions } from './helpers.js';
+import { useSecretDirectory } from './secret-directory-fixture.js';
 
-let cluster: PostgresCluster;
-let dir: string;
-let writer: AtomicSecretWriter;
-
-beforeAll(async () => {
-  cluster = await startCluster();
-  await createRole(cluster, 'svc', 'svc_pw_0');
-});
-afterAll(async () => {
-  await cluster?.stop();
-});
-beforeEach(async () => {
-  dir = join(await mkdtemp(join(tmpdir(), 'hotload-pg-secret-')), 'secret');
-  writer = new AtomicSecretWriter(dir);
-});
-afterEach(async () => {
-  await rm(join(dir, '..'), { recursive: true, force: true });
-});
-
-function secret(password: string, extra: Record<string, string> = {}) {
-  return {
-    hostname: cluster.host,
-    port: String(cluster.port),
-    username: 'svc',
-    password,
-    database: 'postgres',
-    ...extra,
-  };
-}
+const fixture = useSecretDirectory('svc', 'svc_pw_0');
 
 function recordEvents(pool: Pool): unknown[] {
   const events: unknown[] = [];
-  for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError']) {
+  for (const name of ['switch', 'verifyFailed', 'drained', 'forceClosed', 'sourceError'] as const) {
     pool.on(name, (event: unknown) => events.push(event));
   }
   return events;
@@ -51,11 +18,11 @@ function recordEvents(pool: Pool): unknown[] {
 
 describe('secret directory source', () => {
   it('serves queries issued before the secret was read, then follows rotations under load', async () => {
-    await cluster.query("ALTER ROLE svc PASSWORD 'svc_pw_0'");
-    await writer.write(secret('svc_pw_0'));
+    await fixture.cluster.query("ALTER ROLE svc PASSWORD 'svc_pw_0'");
+    await fixture.writer.write(fixture.secret('svc_pw_0'));
     const pool = new Pool({
       max: 4,
-      hotload: { source: { secretDirectory: dir }, verifyRetryInitialMillis: 20 },
+      hotload: { source: { secretDirectory: fixture.dir }, verifyRetryInitialMillis: 20 },
     });
     const events = recordEvents(pool);
     const early = pool.query('SELECT current_user AS u'); // before the source was read
@@ -77,8 +44,8 @@ describe('secret directory source', () => {
       const password = `svc_pw_${round}`;
       passwords.push(password);
       const drained = nextEvent(pool, 'drained');
-      await cluster.query(`ALTER ROLE svc PASSWORD '${password}'`); // the database first
-      await writer.write(secret(password)); // then the secret, atomically
+      await fixture.cluster.query(`ALTER ROLE svc PASSWORD '${password}'`); // the database first
+      await fixture.writer.write(fixture.secret(password)); // then the secret, atomically
       await drained;
     }
     running = false;
@@ -91,23 +58,23 @@ describe('secret directory source', () => {
     for (const password of passwords) expect(text).not.toContain(password);
     await pool.end();
     const svc = (all: Array<{ usename: string }>) => all.filter((s) => s.usename === 'svc');
-    expect(svc(await settledSessions(cluster, (all) => svc(all).length === 0))).toEqual([]);
+    expect(svc(await settledSessions(fixture.cluster, (all) => svc(all).length === 0))).toEqual([]);
   });
 
   it('keeps serving when the secret is ahead of the database, and switches once the database catches up', async () => {
-    await cluster.query("ALTER ROLE svc PASSWORD 'ahead_0'");
-    await writer.write(secret('ahead_0'));
+    await fixture.cluster.query("ALTER ROLE svc PASSWORD 'ahead_0'");
+    await fixture.writer.write(fixture.secret('ahead_0'));
     const pool = await Pool.create({
-      hotload: { source: { secretDirectory: dir }, verifyRetryInitialMillis: 20 },
+      hotload: { source: { secretDirectory: fixture.dir }, verifyRetryInitialMillis: 20 },
     });
     const events = recordEvents(pool);
     const failed = nextEvent<VerifyFailedEvent>(pool, 'verifyFailed');
     const switched = nextEvent(pool, 'switch');
-    await writer.write(secret('ahead_1'));
+    await fixture.writer.write(fixture.secret('ahead_1'));
     expect((await failed).error.message).toMatch(/password authentication failed/);
     expect((await pool.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]); // old generation
     expect(pool.generation).toBe(1);
-    await cluster.query("ALTER ROLE svc PASSWORD 'ahead_1'");
+    await fixture.cluster.query("ALTER ROLE svc PASSWORD 'ahead_1'");
     await switched;
     expect(pool.generation).toBeGreaterThan(1);
     expect((await pool.query('SELECT current_user AS u')).rows).toEqual([{ u: 'svc' }]);
@@ -118,11 +85,11 @@ describe('secret directory source', () => {
   });
 
   it('reports an invalid change and keeps serving on the last good config', async () => {
-    await cluster.query("ALTER ROLE svc PASSWORD 'bad_0'");
-    await writer.write(secret('bad_0'));
-    const pool = await Pool.create({ hotload: { source: { secretDirectory: dir } } });
+    await fixture.cluster.query("ALTER ROLE svc PASSWORD 'bad_0'");
+    await fixture.writer.write(fixture.secret('bad_0'));
+    const pool = await Pool.create({ hotload: { source: { secretDirectory: fixture.dir } } });
     const reported = nextEvent<{ error: Error }>(pool, 'sourceError');
-    await writer.write(secret('bad_0', { port: 'not-a-port' }));
+    await fixture.writer.write(fixture.secret('bad_0', { port: 'not-a-port' }));
     expect((await reported).error).toBeInstanceOf(SourceError);
     expect((await pool.query('SELECT 1 AS ok')).rows).toEqual([{ ok: 1 }]);
     expect(pool.generation).toBe(1);
@@ -130,7 +97,7 @@ describe('secret directory source', () => {
   });
 
   it('rejects checkouts with the SourceError when the initial source is invalid', async () => {
-    const pool = new Pool({ hotload: { source: { secretDirectory: join(dir, 'does-not-exist') } } });
+    const pool = new Pool({ hotload: { source: { secretDirectory: join(fixture.dir, 'does-not-exist') } } });
     pool.on('sourceError', () => {});
     const early = pool.query('SELECT 1');
     await expect(pool.ready()).rejects.toBeInstanceOf(SourceError);

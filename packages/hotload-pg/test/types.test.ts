@@ -1,24 +1,40 @@
-/** Compile-time checks (run by `tsc`): a hotload Pool is usable wherever a pg.Pool is expected. */
-import { createPgModule, Pool, type SwitchEvent } from 'hotload-pg';
-import type pg from 'pg';
-import { describe, expectTypeOf, it } from 'vitest';
+/**
+ * Type tests that can fail: the typings are compiled here (TypeScript's compiler, not
+ * vitest at run time, which ignores types) against the @types/pg hotload-pg is built with
+ * and against the oldest supported one, and a deliberately wrong file proves the check
+ * reports errors.
+ */
+import { describe, expect, it } from 'vitest';
+import { typeCheck } from './type-check.js';
+
+const appFile = 'old-pg/as-pg-pool.ts';
 
 describe('types', () => {
-  it('makes Pool assignable to pg.Pool, with pg typings for query/connect/end/events', () => {
-    const pool = new Pool({ max: 1 });
-    const asPg: pg.Pool = pool;
-    expectTypeOf(asPg).toEqualTypeOf<pg.Pool>();
-    const query = () => pool.query<{ n: number }>('SELECT 1 AS n');
-    expectTypeOf(query).returns.toEqualTypeOf<Promise<pg.QueryResult<{ n: number }>>>();
-    const connect = () => pool.connect();
-    expectTypeOf(connect).returns.toEqualTypeOf<Promise<pg.PoolClient>>();
-    pool.on('switch', (event) => expectTypeOf(event).toEqualTypeOf<SwitchEvent>());
-    pool.on('error', (err, client) => {
-      expectTypeOf(err).toEqualTypeOf<Error>();
-      expectTypeOf(client).toEqualTypeOf<pg.PoolClient>();
-    });
-    const takesPgModule = (module: { Pool: new (config?: pg.PoolConfig) => pg.Pool }) => module;
-    takesPgModule(createPgModule());
-    void pool.end();
+  it('makes Pool a pg.Pool and the default export a pg module, events typed as strictly as pg (current @types/pg)', () => {
+    expect(typeCheck({ [appFile]: undefined }, 'current')).toEqual([]);
+  });
+
+  it('does the same for an app on the oldest supported @types/pg (8.11)', () => {
+    expect(typeCheck({ [appFile]: undefined }, 'oldest')).toEqual([]);
+  });
+
+  it('reports wrong types: the check above can fail', () => {
+    const wrong = [
+      "import { Pool } from 'hotload-pg';",
+      "import { expectTypeOf } from 'vitest';",
+      'const pool = new Pool();',
+      'expectTypeOf<number>().toEqualTypeOf<string>();',
+      "pool.on('nonsense', () => {});",
+      "pool.on('switch', (event) => expectTypeOf(event).toEqualTypeOf<number>());",
+      'const count: string = pool.totalCount;',
+      'void count;',
+    ].join('\n');
+    const errors = typeCheck({ 'wrong-types.ts': wrong }, 'current');
+    expect(errors.map((error) => error.slice(0, error.indexOf(':')))).toEqual([
+      'wrong-types.ts(4)',
+      'wrong-types.ts(5)',
+      'wrong-types.ts(6)',
+      'wrong-types.ts(7)',
+    ]);
   });
 });
