@@ -11,6 +11,8 @@ export type DemoCommand =
       readonly durationSeconds: number;
       readonly rotations: number;
       readonly concurrency: number;
+      /** Print only the summary, as one JSON object. */
+      readonly json: boolean;
     }
   | { readonly kind: 'help' }
   | { readonly kind: 'usage-error'; readonly message: string };
@@ -20,20 +22,23 @@ export const DEMO_HELP = `Usage: npm run demo -- [options]
 Runs the whole pipeline on embedded PostgreSQL: a DatabaseClaim is reconciled into a
 database, login users and a kubelet-style secret folder; the example service reads it
 through hotload-pg; concurrent HTTP load runs while passwords rotate (switching the login
-user _a <-> _b) and the database moves to a second PostgreSQL instance.
+user _a <-> _b) and the database moves to a second PostgreSQL instance, its data migrated
+online (logical replication) so every acknowledged write is still there.
 
 Options:
   --duration <seconds>   how long the load runs (default 20)
   --rotations <n>        password rotations during the run, 0 or more (default 4; 0: only the move)
   --concurrency <n>      concurrent request loops (default 8)
+  --json                 print only the summary, as one JSON object
   -h, --help             show this help
 
-Exit status: 0 when every request succeeded, 1 when any failed, 2 on a usage error,
+Exit status: 0 when every request succeeded and no acknowledged write was lost in the
+move, 1 otherwise, 2 on a usage error,
 3 when the pipeline could not be set up or a change could not be made.`;
 
 /** Parses the demo's arguments (`process.argv.slice(2)`). */
 export function parseDemoCommand(args: readonly string[]): DemoCommand {
-  let values: { duration: string; rotations: string; concurrency: string; help: boolean };
+  let values: { duration: string; rotations: string; concurrency: string; json: boolean; help: boolean };
   try {
     ({ values } = parseArgs({
       args: [...args],
@@ -41,6 +46,7 @@ export function parseDemoCommand(args: readonly string[]): DemoCommand {
         duration: { type: 'string', default: '20' },
         rotations: { type: 'string', default: '4' },
         concurrency: { type: 'string', default: '8' },
+        json: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }));
@@ -60,7 +66,7 @@ export function parseDemoCommand(args: readonly string[]): DemoCommand {
   if (concurrency === undefined) {
     return usageError(`--concurrency must be a whole number >= 1, got "${values.concurrency}"`);
   }
-  return { kind: 'run', durationSeconds: duration, rotations, concurrency };
+  return { kind: 'run', durationSeconds: duration, rotations, concurrency, json: values.json };
 }
 
 function wholeNumber(raw: string, min: number): number | undefined {

@@ -1,7 +1,8 @@
 /**
  * Concurrent HTTP load against the example service: each worker alternates a write
  * (POST /notes) and a read (GET /whoami), and every response is counted. A request fails
- * when the service answers anything but 2xx or the connection breaks.
+ * when the service answers anything but 2xx or the connection breaks. The id of every
+ * acknowledged write is kept, so a move can be checked for lost writes afterwards.
  */
 export interface LoadStats {
   ok: number;
@@ -10,6 +11,10 @@ export interface LoadStats {
   readonly failures: string[];
   /** What the last successful /whoami said: the login user and the server port. */
   lastSeen: { user: string; port: number } | undefined;
+  /** Ids of every note whose write the service acknowledged (201). */
+  readonly acknowledgedIds: number[];
+  /** When each acknowledgement arrived (`performance.now()`), for write pauses. */
+  readonly acknowledgedAt: number[];
 }
 
 /** What GET /whoami answers: the login user and the server port of the query. */
@@ -28,14 +33,25 @@ export interface Load {
 
 /** Starts `concurrency` request loops against `baseUrl`. */
 export function startLoad(baseUrl: string, concurrency: number): Load {
-  const stats: LoadStats = { ok: 0, failed: 0, failures: [], lastSeen: undefined };
+  const stats: LoadStats = {
+    ok: 0,
+    failed: 0,
+    failures: [],
+    lastSeen: undefined,
+    acknowledgedIds: [],
+    acknowledgedAt: [],
+  };
   let running = true;
   let whoamiWaiters: Array<(who: Whoami) => void> = [];
   const worker = async (id: number) => {
     for (let i = 0; running; i++) {
       try {
         if (i % 2 === 0) {
-          await expectOk(await fetch(`${baseUrl}/notes`, { method: 'POST', body: `worker ${id} note ${i}` }));
+          const note = (await expectOk(
+            await fetch(`${baseUrl}/notes`, { method: 'POST', body: `worker ${id} note ${i}` }),
+          )) as { id: number };
+          stats.acknowledgedIds.push(note.id);
+          stats.acknowledgedAt.push(performance.now());
         } else {
           const waiters = [...whoamiWaiters];
           const who = (await expectOk(await fetch(`${baseUrl}/whoami`))) as Whoami;

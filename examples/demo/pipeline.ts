@@ -6,7 +6,8 @@
  *
  * and, while the load runs, credential changes: password rotations (each one moves the
  * service to the other login user, `_a` ↔ `_b`) and a move of the database to a second
- * PostgreSQL instance. Used by `npm run demo` and by the end-to-end test.
+ * PostgreSQL instance, which migrates the data online (both instances run with
+ * wal_level=logical). Used by `npm run demo` and by the end-to-end test.
  */
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import type { DrainedEvent, SwitchEvent } from 'hotload-pg';
 import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import { type NotesService, startNotesService } from '../service/src/notes-service.js';
 import { type LoadStats, startLoad } from './load-generator.js';
+import { countRows, longestGap, type MoveReport, missingIds } from './move-check.js';
 
 /** Options of {@link runPipelineDemo}. */
 export interface PipelineOptions {
@@ -82,6 +84,8 @@ export interface PipelineResult {
   instancePorts: { first: number; second: number };
   /** The login user the secret names at the end. */
   publishedUser: string;
+  /** The move's data figures (rows before/after, missing acknowledged writes, write pause). */
+  move: MoveReport | undefined;
 }
 
 const CLAIM_TEMPLATE = new URL('../service/k8s/databaseclaim.yaml', import.meta.url);
@@ -93,7 +97,12 @@ export async function runPipelineDemo(options: PipelineOptions): Promise<Pipelin
   const clusters: PostgresCluster[] = [];
   try {
     // Each started cluster is recorded at once, so a failure of the other still stops it.
-    const start = () => startCluster().then((cluster) => (clusters.push(cluster), cluster));
+    // wal_level=logical: the move migrates the data by logical replication.
+    const start = async () => {
+      const cluster = await startCluster({ settings: { wal_level: 'logical' } });
+      clusters.push(cluster);
+      return cluster;
+    };
     const [first, second] = await Promise.all([start(), start()]);
     return await runAgainst(first, second, workDir, options);
   } finally {
@@ -115,7 +124,19 @@ async function runAgainst(
   const claimFile = join(claimsDir, 'notes.yaml');
   await copyFile(CLAIM_TEMPLATE, claimFile);
 
-  const reconciler = new Reconciler({ config: await loadReconcilerConfig(configFile), outputDir });
+  const table = 'notes';
+  let database = '';
+  let moving = false;
+  let sourceRowsBeforeCutover: number | null = null;
+  const reconciler = new Reconciler({
+    config: await loadReconcilerConfig(configFile),
+    outputDir,
+    // The move's cutover is its secret publish: count the source's rows right before it.
+    onStep: async ({ action }) => {
+      if (moving && action === 'publish-secret' && sourceRowsBeforeCutover === null)
+        sourceRowsBeforeCutover = await countRows(first, database, table);
+    },
+  });
   const reconcile = async (rotate: boolean) => {
     const { claims, problems } = await loadClaimsFromDirectory(claimsDir);
     const errors = problems.filter((p) => p.severity === 'error');
@@ -126,6 +147,8 @@ async function runAgainst(
     return claims;
   };
   const claim = onlyClaim(await reconcile(false));
+  database = claim.databaseName;
+  let moveWindow: { from: number; to: number } | undefined;
   const secretDir = secretDirectory(outputDir, claim.namespace, claim.secretName);
 
   const service = await startNotesService({ secretDirectory: secretDir, drainTimeoutMillis: 5_000 });
@@ -160,7 +183,11 @@ async function runAgainst(
       // a failed change below is the error to report, not this wait's later timeout
       switchedAndDrained?.catch(() => undefined);
       if (kind === 'move') await moveClaim(claimFile);
+      moving = kind === 'move';
+      const from = performance.now();
       await reconcile(kind === 'rotation');
+      if (moving) moveWindow = { from, to: performance.now() };
+      moving = false;
       const change = { kind, atSeconds: elapsed(), description: await describeSecret(secretDir, kind) };
       changes.push(change);
       options.onChange?.(change);
@@ -174,6 +201,13 @@ async function runAgainst(
     await service.close();
   }
   const published = await readFile(join(secretDir, 'username'), 'utf8');
+  const move: MoveReport | undefined = moveWindow && {
+    sourceRowsBeforeCutover,
+    targetRowsAfter: await countRows(second, database, table),
+    acknowledgedWrites: load.stats.acknowledgedIds.length,
+    missingAfterMove: await missingIds(second, database, table, load.stats.acknowledgedIds),
+    writePauseMs: longestGap(load.stats.acknowledgedAt, moveWindow.from, moveWindow.to),
+  };
   return {
     changes,
     stats: load.stats,
@@ -183,6 +217,7 @@ async function runAgainst(
     finalServerPort: load.stats.lastSeen?.port,
     instancePorts: { first: first.port, second: second.port },
     publishedUser: published.trim(),
+    move,
   };
 }
 
@@ -213,7 +248,7 @@ async function writeReconcilerConfig(
   return file;
 }
 
-/** The claim's instance changes: the reconciler provisions there and republishes. */
+/** The claim's instance changes: the reconciler provisions there and migrates the data. */
 async function moveClaim(claimFile: string): Promise<void> {
   const text = await readFile(claimFile, 'utf8');
   await writeFile(claimFile, text.replace(/instanceLabel: .*/, `instanceLabel: ${MOVED_LABEL}`));

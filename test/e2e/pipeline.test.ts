@@ -24,5 +24,10 @@ describe('claim-to-connection pipeline', () => {
     // Every change became a new generation, and every retired generation drained.
     expect(result.switchLatenciesMs).toHaveLength(3);
     expect(result.oldCredentialsGoneMs).toHaveLength(3);
+    // The move migrated the data: every write the service acknowledged is on the new server.
+    expect(result.move).toMatchObject({ missingAfterMove: 0 });
+    expect(result.move!.acknowledgedWrites).toBeGreaterThan(0);
+    expect(result.move!.targetRowsAfter).toBeGreaterThanOrEqual(result.move!.sourceRowsBeforeCutover!);
+    expect(result.move!.sourceRowsBeforeCutover).toBeGreaterThan(0);
   });
 });

@@ -1,6 +1,7 @@
 import type { ClaimPorts } from './claim-ports.js';
 import type { MasterConnections } from './master-connection.js';
 import type { ReconcilerMetrics } from './metrics.js';
+import type { MigrationOptions } from './migration/online-migration.js';
 import type { ReconcilerConfig } from './reconciler-config.js';
 import type { StepHook } from './steps.js';
 import type { UsageIndex } from './usage-index.js';
@@ -17,6 +18,8 @@ export interface ClaimContext {
   /** Announced before every state-changing step (crash tests, dry runs). */
   readonly onStep?: StepHook;
   readonly metrics?: ReconcilerMetrics;
+  /** Tunables of online migrations (instance changes). */
+  readonly migration?: MigrationOptions;
   readonly now: Date;
   /** This driver's publisher id ({@link ClaimPorts.publisherId}), recorded on each claim. */
   readonly publisher?: string;

@@ -5,11 +5,13 @@
  */
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
+import { dropMigrationOf } from './claim-migration.js';
 import type { ClaimReconcile } from './claim-outcome.js';
 import type { SecretSink } from './claim-ports.js';
 import { claimLockName } from './claim-reconcile.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
+import { inProgress } from './migration/migration-state.js';
 import { retryable } from './reconcile-result.js';
 import { performStep } from './steps.js';
 
@@ -71,7 +73,9 @@ async function deleteLocked(
   try {
     if (await performStep(onStep, { claim: status.claim, action: 'remove-secret' })) await sink.remove();
     actions.push('removed secret');
-    const bindings = status.binding ? [status.binding, ...status.retired] : [...status.retired];
+    const migrating = await dropMigrationOf(context, status);
+    if (inProgress(status.migration)) actions.push('dropped the migration in progress');
+    const bindings = [...(status.binding ? [status.binding] : []), ...status.retired, ...migrating];
     const remaining = await cleanUpBindings(context, status.claim, bindings, actions);
     if (remaining.bindings.length === 0) {
       await ports.statuses.remove(status, onStep);
@@ -79,7 +83,15 @@ async function deleteLocked(
     }
     const error = remaining.errors.join('; ');
     await ports.statuses.write(
-      { ...status, binding: null, activeUser: null, retired: remaining.bindings, deleting: true, error },
+      {
+        ...status,
+        binding: null,
+        activeUser: null,
+        retired: remaining.bindings,
+        deleting: true,
+        error,
+        migration: null,
+      },
       onStep,
     );
     return { outcome: { ...base, result: 'deletion-pending', error }, error: retryable(error) };

@@ -6,6 +6,7 @@ export type ClaimResult =
   | 'rotated'
   | 'repaired'
   | 'moved'
+  | 'migrating'
   | 'updated'
   | 'unchanged'
   | 'deleted'

@@ -29,16 +29,17 @@
  * - `ports.publisherId` names the one publisher of each claim (recorded on its base role);
  *   a controller would use an id of its cluster, so a folder and a cluster never both
  *   publish one claim.
- * - A migration step (an instance change that copies data) belongs where the plan says
- *   `moved`: before the new secret is published, with the old binding retired only after
- *   it (see `cleanUpBindings`).
+ * - An instance change (the secret points at a location the claim no longer wants) goes
+ *   to {@link reconcileMigration} before any plan: the data moves by an online migration,
+ *   which publishes the target itself at cutover and retires the source afterwards.
  * - Spec fields a driver cannot honour are refused in one place, `REFUSED_SPEC_FIELDS`
  *   (claim-schema.ts): implementing `useExistingSource`/`sourceDataFrom` means removing
- *   them there.
+ *   them there (a migration from such a source would start in claim-migration.ts).
  */
 
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
+import { reconcileMigration } from './claim-migration.js';
 import type { ClaimOutcome, ClaimReconcile, ClaimResult } from './claim-outcome.js';
 import type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
@@ -248,6 +249,16 @@ export async function reconcileClaim(
         sslmode: fragment.sslmode,
       };
       const observed = await observeCredentials(sink, ports.statuses, claim, login, names);
+      const moving = await reconcileMigration(context, {
+        claim,
+        binding,
+        sink,
+        status: observed.status,
+        published: observed.published,
+        actions,
+        fail: (error) => recordClaimError(context, claim, error, binding.label, actions),
+      });
+      if (moving) return moving;
       const plan = planCredentials({
         names,
         login,
@@ -356,6 +367,8 @@ async function applyCredentials(context: ClaimContext, input: ApplyInput): Promi
     userUpdatedAt,
     retired: remaining.bindings,
     deleting: false,
+    // The last migration's record stays until the next one starts.
+    ...(status?.migration ? { migration: status.migration } : {}),
   };
   if ((await context.ports.statuses.write(next, onStep)) && result === 'unchanged') result = 'updated';
   const outcome: ClaimOutcome = {

@@ -96,6 +96,10 @@ export const CLAIM_SPEC_SCHEMA = z.strictObject({
   deletionPolicy: z.string().optional(),
   /** The design document's older spelling of `deletionPolicy`. */
   deletePolicy: z.string().optional(),
+  /** How an instance change switches the application over: `Automatic` (default) or `Manual` (canary). */
+  cutover: z.enum(['Automatic', 'Manual']).optional(),
+  /** With `cutover: Manual`: the canary passed, cut over now. */
+  cutoverApproved: z.boolean().optional(),
   ...unusedFields,
 });
 
@@ -135,6 +139,14 @@ export interface DatabaseClaim {
   readonly port: number | undefined;
   /** Undefined when the claim does not say; the config's default then applies. */
   readonly deletionPolicy: DeletionPolicy | undefined;
+  /**
+   * How an instance change cuts over once the target is in sync: `Automatic` (the default)
+   * at once; `Manual` keeps replicating, publishes `<secretName>-canary` pointing at the
+   * target, and waits for {@link cutoverApproved}.
+   */
+  readonly cutover?: 'Automatic' | 'Manual';
+  /** With `cutover: Manual`: cut over now. */
+  readonly cutoverApproved?: boolean;
 }
 
 /** Claims and findings from one or more YAML sources. */
@@ -336,6 +348,8 @@ function buildClaim(
     host: spec.host,
     port: spec.port,
     deletionPolicy,
+    ...(spec.cutover ? { cutover: spec.cutover } : {}),
+    ...(spec.cutoverApproved !== undefined ? { cutoverApproved: spec.cutoverApproved } : {}),
   };
 }
 

@@ -8,24 +8,15 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { Binding } from './binding.js';
 import type { StatusStore } from './claim-ports.js';
-import type { DeletionPolicy } from './claim-schema.js';
+import type { MigrationState } from './migration/migration-state.js';
 import { performStep, type StepHook } from './steps.js';
+
+export type { Binding } from './binding.js';
 
 /** Suffix of status files; secret names may not contain it. */
 export const STATUS_SUFFIX = '.status.json';
-
-/** Where a claim's database and users live (or lived). */
-export interface Binding {
-  /** Fragment key label used to log in as master. */
-  readonly label: string;
-  readonly host: string;
-  readonly port: number;
-  readonly databaseName: string;
-  /** Base role; login users are `<userName>_a` / `<userName>_b`. */
-  readonly userName: string;
-  readonly deletionPolicy: DeletionPolicy;
-}
 
 /** The persisted status of one claim. */
 export interface ClaimStatus {
@@ -51,6 +42,11 @@ export interface ClaimStatus {
   readonly retired: readonly Binding[];
   /** True once the claim is gone and its clean-up is under way. */
   readonly deleting: boolean;
+  /**
+   * The online migration of an instance change, while it runs and after it finished (until
+   * the next one); null when the claim never moved. `migration.migrating` is its phase.
+   */
+  readonly migration?: MigrationState | null;
 }
 
 /** Path of the status file of a secret. */

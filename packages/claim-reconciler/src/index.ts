@@ -4,6 +4,7 @@
  */
 
 export { deleteClaim } from './claim-deletion.js';
+export { CANARY_SECRET_SUFFIX } from './claim-migration.js';
 export type { ClaimReconcile } from './claim-outcome.js';
 export type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 export {
@@ -66,6 +67,9 @@ export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
 export type { ClaimReconcilePort } from './kubernetes/reconcile-port.js';
 export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
+export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
+export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
+export type { MigrationOptions } from './migration/online-migration.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
 export { formatProblem, type Problem } from './problems.js';
 export {

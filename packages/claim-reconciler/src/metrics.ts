@@ -27,6 +27,14 @@ export interface ReconcilerMetrics {
   databaseCreated?(): void;
   /** After each pass: how many claims ended in each state. */
   claimStates?(counts: Readonly<Partial<Record<ClaimResult, number>>>): void;
+  /** An online migration (instance change) started. */
+  migrationStarted?(): void;
+  /** An online migration finished: the application is on the target, the source retired. */
+  migrationCompleted?(): void;
+  /** A pass of an online migration failed (refusal, conflict, unreachable instance). */
+  migrationFailed?(): void;
+  /** Replication lag of a claim's migration, in WAL bytes and seconds (null: unknown). */
+  migrationLag?(claim: string, bytes: number | null, seconds: number | null): void;
 }
 
 /**
@@ -49,6 +57,11 @@ export const METRIC_NAMES = {
   claimLoadSeconds: 'dbclaim_claim_load_duration_seconds',
   claimLoadErrors: 'dbclaim_claim_load_errors_total',
   claims: 'dbclaim_claims',
+  migrationsStarted: 'dbclaim_migrations_started_total',
+  migrationsCompleted: 'dbclaim_migrations_completed_total',
+  migrationsFailed: 'dbclaim_migrations_failed_total',
+  migrationLagBytes: 'dbclaim_migration_lag_bytes',
+  migrationLagSeconds: 'dbclaim_migration_lag_seconds',
 } as const;
 
 /** Every state a claim can end a pass in: the `state` label values of `dbclaim_claims`. */
@@ -57,6 +70,7 @@ export const CLAIM_STATES: readonly ClaimResult[] = [
   'rotated',
   'repaired',
   'moved',
+  'migrating',
   'updated',
   'unchanged',
   'deleted',
@@ -111,6 +125,13 @@ export function prometheusMetrics(
     }),
   );
   for (const state of CLAIM_STATES) claims.set({ state }, 0);
+  const migrationsStarted = counter(N.migrationsStarted, 'Online migrations (instance changes) started');
+  const migrationsCompleted = counter(N.migrationsCompleted, 'Online migrations completed');
+  const migrationsFailed = counter(N.migrationsFailed, 'Online migration passes that failed');
+  const gauge = (name: string, help: string) =>
+    register(new client.Gauge({ name, help, labelNames: ['claim'], registers: [] }));
+  const lagBytes = gauge(N.migrationLagBytes, 'Replication lag of a claim migration in WAL bytes');
+  const lagSeconds = gauge(N.migrationLagSeconds, 'Replication lag of a claim migration in seconds');
   return {
     usersCreated(count, seconds) {
       usersCreated.inc(count);
@@ -136,6 +157,13 @@ export function prometheusMetrics(
     databaseCreated: () => databasesCreated.inc(),
     claimStates(counts) {
       for (const state of CLAIM_STATES) claims.set({ state }, counts[state] ?? 0);
+    },
+    migrationStarted: () => migrationsStarted.inc(),
+    migrationCompleted: () => migrationsCompleted.inc(),
+    migrationFailed: () => migrationsFailed.inc(),
+    migrationLag(claim, bytes, seconds) {
+      if (bytes !== null) lagBytes.set({ claim }, bytes);
+      if (seconds !== null) lagSeconds.set({ claim }, seconds);
     },
   };
 }

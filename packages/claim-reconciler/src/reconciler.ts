@@ -17,6 +17,7 @@ import type { DatabaseClaim } from './claim-schema.js';
 import type { Binding, ClaimStatus } from './claim-status.js';
 import { type InstanceTarget, instanceId, MasterConnections } from './master-connection.js';
 import type { ReconcilerMetrics } from './metrics.js';
+import type { MigrationOptions } from './migration/online-migration.js';
 import { logOutcome } from './outcome-logging.js';
 import { checkMasterLogins, targetKey } from './preflight.js';
 import { retryable, terminal } from './reconcile-result.js';
@@ -34,6 +35,8 @@ export interface ReconcilerOptions {
   readonly outputDir: string;
   /** Called before every state-changing step (SQL write, secret publish, status write). */
   readonly onStep?: StepHook;
+  /** Tunables of online migrations (instance changes); see {@link MigrationOptions}. */
+  readonly migration?: MigrationOptions;
   /** Called as each claim finishes, for progress output. */
   readonly onOutcome?: (outcome: ClaimOutcome) => void;
   /** Clock (tests move it forward to trigger rotations). */
@@ -213,8 +216,8 @@ export class Reconciler {
   }
 
   #context(connections: MasterConnections, usage: UsageIndex): ClaimContext {
-    const { config, onStep, metrics } = this.#options;
-    return { config, connections, usage, ports: this.#ports, onStep, metrics, now: this.#now() };
+    const { config, onStep, metrics, migration } = this.#options;
+    return { config, connections, usage, ports: this.#ports, onStep, metrics, migration, now: this.#now() };
   }
 
   #reportOutcome(outcome: ClaimOutcome): void {

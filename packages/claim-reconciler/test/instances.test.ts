@@ -34,7 +34,12 @@ let config: ReconcilerConfig;
 beforeAll(async () => {
   // One superuser password for both, so a claim's host/port override can reuse a fragment key's login.
   const superuserPassword = randomBytes(18).toString('base64url');
-  [a, b] = await Promise.all([startCluster({ superuserPassword }), startCluster({ superuserPassword })]);
+  // wal_level=logical: an instance change migrates the data by logical replication.
+  const settings = { wal_level: 'logical' };
+  [a, b] = await Promise.all([
+    startCluster({ superuserPassword, settings }),
+    startCluster({ superuserPassword, settings }),
+  ]);
   work = await tempDir();
   const passwordFile = await writeMasterPassword(work.path, a);
   config = parseReconcilerConfig(
@@ -114,13 +119,15 @@ describe('fragment key matching', () => {
 });
 
 describe('instance change', () => {
-  it('provisions on the new instance, republishes there, and drops the old database under Delete', async () => {
+  it('provisions on the new instance, migrates the data, republishes there, and drops the old database under Delete', async () => {
     const out = join(work.path, 'out-move');
     const reconciler = new Reconciler({ config, outputDir: out });
     const spec = { databaseName: 'mover', userName: 'mover', deletionPolicy: 'Delete' };
     await reconciler.reconcile(claims(['mover', { ...spec, instanceLabel: 'atlas' }]));
     const dir = join(out, 'default', 'mover');
-    await withSecretClient(dir, (client) => client.query('CREATE TABLE on_a (x int)'));
+    await withSecretClient(dir, (client) =>
+      client.query('CREATE TABLE on_a (x int PRIMARY KEY); INSERT INTO on_a VALUES (1)'),
+    );
 
     const result = await reconciler.reconcile(
       claims(['mover', { ...spec, instanceLabel: 'atlas.recyclebin' }]),
@@ -130,6 +137,10 @@ describe('instance change', () => {
     ]);
     expect(await readFile(join(dir, 'port'), 'utf8')).toBe(String(b.port));
     await withSecretClient(dir, (client) => client.query('CREATE TABLE on_b (x int)'));
+    // The data came along (online migration; see migration.test.ts).
+    expect(
+      await withSecretClient(dir, async (client) => (await client.query('SELECT x FROM on_a')).rows),
+    ).toEqual([{ x: 1 }]);
     expect(await databaseExists(a, 'mover')).toBe(false);
     expect(await rolesLike(a, 'mover')).toEqual([]);
     expect(await rolesLike(b, 'mover')).toEqual(['mover', 'mover_a', 'mover_b']);

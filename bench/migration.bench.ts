@@ -1,0 +1,167 @@
+/**
+ * Online migration of a 1-million-row claim database between two instances while an
+ * insert load runs through a hotload-pg Pool on the claim's secret: time per move, rows
+ * copied, the write pause around the cutover (longest stretch with no write acknowledged,
+ * per move; p50/max over the moves), write latency in steady state vs during the move, and
+ * failed requests and acknowledged writes missing on the target (both must be 0). The claim
+ * moves back and forth (`BENCH_MOVES`, default 3).
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-reconciler';
+import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import pg from 'pg';
+import { builtHotloadPg } from './support/built-hotload-pg.js';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const MOVES = Number(process.env.BENCH_MOVES ?? 3);
+const WRITERS = 8;
+
+const quantile = (values: readonly number[], q: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0;
+};
+const round = (value: number) => Number(value.toFixed(1));
+
+const settings = { wal_level: 'logical' };
+const [a, b] = await Promise.all([startCluster({ settings }), startCluster({ settings })]);
+const work = await mkdtemp(join(tmpdir(), 'migration-bench-'));
+try {
+  const fragment = async (label: string, cluster: PostgresCluster) => {
+    const file = join(work, `${label}-password`);
+    await writeFile(file, cluster.superuserPassword, { mode: 0o600 });
+    return `${label}:\n  host: ${cluster.host}\n  port: ${cluster.port}\n  username: postgres\n  passwordFile: ${file}\n`;
+  };
+  const config = parseReconcilerConfig(
+    `${await fragment('one', a)}${await fragment('two', b)}`,
+    join(work, 'config.yaml'),
+  );
+  const claimOn = (label: string) => {
+    const { claims } = parseClaims(
+      `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: big\nspec:\n  databaseName: big\n  userName: big\n  instanceLabel: ${label}\n  deletionPolicy: Delete\n`,
+      'bench.yaml',
+    );
+    return claims;
+  };
+  let cutoverAt: number | undefined;
+  const reconciler = new Reconciler({
+    config,
+    outputDir: join(work, 'out'),
+    onStep: ({ action }) => {
+      if (action === 'publish-secret') cutoverAt = performance.now();
+    },
+  });
+  const pass = async (label: string) => {
+    const { outcomes } = await reconciler.reconcile(claimOn(label));
+    if (outcomes[0]?.result === 'error') throw new Error(outcomes[0].error);
+    return outcomes[0]!;
+  };
+  await pass('one');
+  const secretDir = join(work, 'out', 'default', 'big');
+  const uri = await readFile(join(secretDir, 'uri_dsn.txt'), 'utf8');
+  const setup = new pg.Client({ connectionString: uri });
+  await setup.connect();
+  await setup.query(
+    'CREATE TABLE items (id bigserial PRIMARY KEY, writer int NOT NULL, payload text NOT NULL)',
+  );
+  await setup.query(
+    `INSERT INTO items (writer, payload) SELECT -1, md5(g::text) FROM generate_series(1, ${ROWS}) g`,
+  );
+  await setup.end();
+
+  const pool = await builtHotloadPg.Pool.create({
+    max: WRITERS,
+    hotload: { source: { secretDirectory: secretDir }, drainTimeoutMillis: 10_000 },
+  });
+  const acknowledged: string[] = [];
+  const ackTimes: number[] = [];
+  const latencies: Array<[number, number]> = []; // [ack time, latency]
+  let failed = 0;
+  let running = true;
+  const writers = Array.from({ length: WRITERS }, async (_, writer) => {
+    while (running) {
+      const started = performance.now();
+      try {
+        const { rows } = await pool.query<{ id: string }>(
+          `INSERT INTO items (writer, payload) VALUES ($1, 'x') RETURNING id::text`,
+          [writer],
+        );
+        const now = performance.now();
+        acknowledged.push(rows[0]!.id);
+        ackTimes.push(now);
+        latencies.push([now, now - started]);
+      } catch {
+        failed++;
+      }
+    }
+  });
+
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+  const steadyLatencies = latencies.map(([, l]) => l);
+  const pauses: number[] = [];
+  const moveSeconds: number[] = [];
+  const labels = ['two', 'one'];
+  for (let move = 0; move < MOVES; move++) {
+    const label = labels[move % 2]!;
+    cutoverAt = undefined;
+    const from = performance.now();
+    const outcome = await pass(label);
+    const to = performance.now();
+    if (outcome.result !== 'moved') throw new Error(`move ${move} ended ${outcome.result}`);
+    await new Promise((resolve) => setTimeout(resolve, 1000)); // writes resume on the target
+    let longest = 0;
+    let previous = from;
+    for (const at of ackTimes.filter((t) => t > from && t < to).concat(to)) {
+      longest = Math.max(longest, at - previous);
+      previous = at;
+    }
+    const during = latencies.filter(([at]) => at > (cutoverAt ?? from) && at < to + 1000).map(([, l]) => l);
+    const status = JSON.parse(await readFile(join(work, 'out', 'default', 'big.status.json'), 'utf8'));
+    pauses.push(longest);
+    moveSeconds.push((to - from) / 1000);
+    console.log(
+      JSON.stringify({
+        bench: 'migration',
+        move: move + 1,
+        to: label,
+        rows_copied: status.migration?.rowsCopied ?? null,
+        seconds: round((to - from) / 1000),
+        write_pause_ms: round(longest),
+        write_latency_after_cutover_p50_ms: round(quantile(during, 0.5)),
+        write_latency_after_cutover_max_ms: round(quantile(during, 1)),
+        failed_requests: failed,
+      }),
+    );
+  }
+  running = false;
+  await Promise.all(writers);
+  await pool.end();
+  const final = labels[(MOVES - 1) % 2] === 'two' ? b : a;
+  const check = new pg.Client(final.connectionConfig({ database: 'big' }));
+  await check.connect();
+  const missing = await check.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM unnest($1::bigint[]) AS acked(id)
+      WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.id = acked.id)`,
+    [acknowledged],
+  );
+  await check.end();
+  console.log(
+    JSON.stringify({
+      bench: 'migration-summary',
+      rows: ROWS,
+      moves: MOVES,
+      move_seconds_p50: round(quantile(moveSeconds, 0.5)),
+      move_seconds_max: round(quantile(moveSeconds, 1)),
+      write_pause_p50_ms: round(quantile(pauses, 0.5)),
+      write_pause_max_ms: round(quantile(pauses, 1)),
+      write_latency_steady_p50_ms: round(quantile(steadyLatencies, 0.5)),
+      acknowledged_writes: acknowledged.length,
+      missing_acknowledged_writes: Number(missing.rows[0]!.n),
+      failed_requests: failed,
+    }),
+  );
+} finally {
+  await Promise.all([a.stop(), b.stop()]);
+  await rm(work, { recursive: true, force: true });
+}

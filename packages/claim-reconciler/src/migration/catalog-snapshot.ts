@@ -1,0 +1,190 @@
+/**
+ * Reads the supported part of a database's catalog as data: schemas, enum types,
+ * sequences, tables with their columns, constraints, indexes and views. Every definition
+ * comes from the server's own deparse functions (`format_type`, `pg_get_expr`,
+ * `pg_get_constraintdef`, `pg_get_indexdef`, `pg_get_viewdef`), read with an empty
+ * `search_path` so each name is schema-qualified: the text is valid DDL on the target and
+ * comparable between the two instances as is.
+ */
+import type { SqlClient } from './sql-client.js';
+
+/** Schemas that belong to PostgreSQL itself, never copied. */
+export const USER_SCHEMA_FILTER = `n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+  AND n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'`;
+
+/** An enum type and its labels in sort order. */
+export interface EnumType {
+  readonly name: string;
+  readonly labels: readonly string[];
+}
+
+/** A sequence; `ownedBy` is `schema.table.column` for serial and identity sequences. */
+export interface SequenceDefinition {
+  readonly name: string;
+  readonly type: string;
+  readonly start: string;
+  readonly increment: string;
+  readonly min: string;
+  readonly max: string;
+  readonly cache: string;
+  readonly cycle: boolean;
+  /** `a`: serial (OWNED BY), `i`: identity column, null: standalone. */
+  readonly dependency: 'a' | 'i' | null;
+  readonly ownedBy: string | null;
+}
+
+/** One column. */
+export interface ColumnDefinition {
+  readonly name: string;
+  readonly type: string;
+  readonly notNull: boolean;
+  readonly default: string | null;
+  /** `a` ALWAYS, `d` BY DEFAULT, '' none. */
+  readonly identity: '' | 'a' | 'd';
+  /** The sequence behind an identity column (qualified name), else null. */
+  readonly identitySequence: string | null;
+}
+
+/** A table and its columns in order. */
+export interface TableDefinition {
+  readonly name: string;
+  readonly columns: readonly ColumnDefinition[];
+}
+
+/** A primary key, unique, check or foreign-key constraint. */
+export interface ConstraintDefinition {
+  readonly table: string;
+  readonly name: string;
+  readonly type: 'p' | 'u' | 'c' | 'f';
+  readonly definition: string;
+}
+
+/** An index that no constraint owns. */
+export interface IndexDefinition {
+  readonly name: string;
+  readonly definition: string;
+}
+
+/** A (plain) view. */
+export interface ViewDefinition {
+  readonly name: string;
+  readonly definition: string;
+}
+
+/** The supported part of one database's catalog. */
+export interface CatalogSnapshot {
+  readonly schemas: readonly string[];
+  readonly enums: readonly EnumType[];
+  readonly sequences: readonly SequenceDefinition[];
+  readonly tables: readonly TableDefinition[];
+  readonly constraints: readonly ConstraintDefinition[];
+  readonly indexes: readonly IndexDefinition[];
+  readonly views: readonly ViewDefinition[];
+}
+
+/**
+ * Reads `client`'s database catalog in one read-only transaction (one consistent view),
+ * with an empty `search_path` for that transaction only.
+ */
+export async function readCatalog(client: SqlClient): Promise<CatalogSnapshot> {
+  await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  try {
+    await client.query(`SELECT set_config('search_path', '', true)`);
+    return await readCatalogInTransaction(client);
+  } finally {
+    await client.query('COMMIT').catch(() => {});
+  }
+}
+
+async function readCatalogInTransaction(client: SqlClient): Promise<CatalogSnapshot> {
+  const schemas = await client.query<{ name: string }>(
+    `SELECT quote_ident(n.nspname) AS name FROM pg_namespace n WHERE ${USER_SCHEMA_FILTER} ORDER BY 1`,
+  );
+  const enums = await client.query<EnumType>(
+    `SELECT format('%I.%I', n.nspname, t.typname) AS name,
+            array_agg(e.enumlabel::text ORDER BY e.enumsortorder) AS labels
+       FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+       JOIN pg_enum e ON e.enumtypid = t.oid
+      WHERE ${USER_SCHEMA_FILTER} GROUP BY 1 ORDER BY 1`,
+  );
+  const sequences = await client.query<SequenceDefinition>(
+    `SELECT format('%I.%I', n.nspname, c.relname) AS name, format_type(s.seqtypid, NULL) AS type,
+            s.seqstart::text AS start, s.seqincrement::text AS increment, s.seqmin::text AS min,
+            s.seqmax::text AS max, s.seqcache::text AS cache, s.seqcycle AS cycle,
+            d.deptype AS dependency,
+            CASE WHEN d.objid IS NULL THEN NULL
+                 ELSE format('%I.%I.%I', tn.nspname, tc.relname, a.attname) END AS "ownedBy"
+       FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                            AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+       LEFT JOIN pg_class tc ON tc.oid = d.refobjid
+       LEFT JOIN pg_namespace tn ON tn.oid = tc.relnamespace
+       LEFT JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+      WHERE ${USER_SCHEMA_FILTER} ORDER BY 1`,
+  );
+  const columns = await client.query<ColumnDefinition & { table: string }>(
+    `SELECT format('%I.%I', n.nspname, c.relname) AS table, a.attname AS name,
+            format_type(a.atttypid, a.atttypmod) AS type, a.attnotnull AS "notNull",
+            pg_get_expr(d.adbin, d.adrelid) AS default, a.attidentity::text AS identity,
+            CASE WHEN a.attidentity <> '' THEN pg_get_serial_sequence(format('%I.%I', n.nspname, c.relname), a.attname)
+            END AS "identitySequence"
+       FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+       LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+      WHERE c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped AND ${USER_SCHEMA_FILTER}
+      ORDER BY 1, a.attnum`,
+  );
+  const constraints = await client.query<ConstraintDefinition>(
+    `SELECT format('%I.%I', n.nspname, c.relname) AS table, quote_ident(con.conname) AS name,
+            con.contype::text AS type, pg_get_constraintdef(con.oid) AS definition
+       FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid
+       JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE con.contype IN ('p', 'u', 'c', 'f') AND c.relkind = 'r' AND ${USER_SCHEMA_FILTER}
+      ORDER BY 1, 2`,
+  );
+  const indexes = await client.query<IndexDefinition>(
+    `SELECT format('%I.%I', n.nspname, ic.relname) AS name, pg_get_indexdef(i.indexrelid) AS definition
+       FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+       JOIN pg_class tc ON tc.oid = i.indrelid JOIN pg_namespace n ON n.oid = ic.relnamespace
+      WHERE tc.relkind = 'r' AND ${USER_SCHEMA_FILTER}
+        AND NOT EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conindid = i.indexrelid
+                           AND con.conrelid = i.indrelid AND con.contype IN ('p', 'u', 'x'))
+      ORDER BY 1`,
+  );
+  // Creation order (oid) keeps a view after the views it reads from.
+  const views = await client.query<ViewDefinition>(
+    `SELECT format('%I.%I', n.nspname, c.relname) AS name, pg_get_viewdef(c.oid) AS definition
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind = 'v' AND ${USER_SCHEMA_FILTER} ORDER BY c.oid`,
+  );
+  return {
+    schemas: schemas.rows.map((r) => r.name),
+    enums: enums.rows,
+    sequences: sequences.rows,
+    tables: groupColumns(columns.rows),
+    constraints: constraints.rows,
+    indexes: indexes.rows,
+    views: views.rows,
+  };
+}
+
+function groupColumns(rows: ReadonlyArray<ColumnDefinition & { table: string }>): TableDefinition[] {
+  const tables = new Map<string, ColumnDefinition[]>();
+  for (const { table, ...column } of rows) {
+    const list = tables.get(table) ?? [];
+    list.push(column);
+    tables.set(table, list);
+  }
+  return [...tables].map(([name, columns]) => ({ name, columns }));
+}
+
+/** Whether a database holds any table, view, sequence or enum of its own. */
+export function isEmptyCatalog(snapshot: CatalogSnapshot): boolean {
+  return (
+    snapshot.tables.length === 0 &&
+    snapshot.views.length === 0 &&
+    snapshot.sequences.length === 0 &&
+    snapshot.enums.length === 0
+  );
+}

@@ -1,0 +1,106 @@
+/**
+ * The persisted state of one online migration (kept in the claim's status file, so a
+ * restarted reconciler resumes where a killed one stopped). Phases, in order:
+ *
+ *   schema → copying → streaming → cutover → draining → done
+ *
+ * - `schema`: pre-flight checks, schema copy and catalog check. Nothing moved yet.
+ * - `copying`: publication, replication login and subscription exist; initial table copy.
+ * - `streaming`: every table copied; changes stream. A manual (canary) cutover waits here.
+ * - `cutover`: schema re-checked, target sequences advanced, secret being republished.
+ * - `draining`: the secret points at the target; waiting for the source sessions to leave
+ *   and the target to confirm the source's final WAL position; then the link is dropped.
+ * - `done`: the source went to `retired` under its deletion policy.
+ *
+ * Until `cutover` the application stays on the source; from `draining` on it is on the
+ * target. Never holds a password.
+ */
+import type { Binding } from '../binding.js';
+
+/** A migration phase (see the file comment). */
+export type MigrationPhase = 'schema' | 'copying' | 'streaming' | 'cutover' | 'draining' | 'done';
+
+/** Phases in order. */
+export const MIGRATION_PHASES: readonly MigrationPhase[] = [
+  'schema',
+  'copying',
+  'streaming',
+  'cutover',
+  'draining',
+  'done',
+];
+
+/** One migration, as persisted in the status file. */
+export interface MigrationState {
+  readonly migrating: MigrationPhase;
+  readonly source: Binding;
+  readonly target: Binding;
+  /** Name of the publication, slot, subscription and replication login. */
+  readonly replicationName: string;
+  readonly startedAt: string;
+  /** The claim asked for a manual (canary) cutover when the migration started or since. */
+  readonly manualCutover: boolean;
+  /** Qualified names of the replicated tables (from the schema copy). */
+  readonly tables: readonly string[];
+  readonly tablesReady: number;
+  /** Rows on the target once the initial copy finished (exact count). */
+  readonly rowsCopied: number | null;
+  readonly lagBytes: number | null;
+  readonly lagSeconds: number | null;
+  /** Name of the canary secret while it is published. */
+  readonly canarySecret: string | null;
+  /** A replication conflict holding the migration (source and slot are kept meanwhile). */
+  readonly conflict: string | null;
+  /** When the secret was republished to point at the target. */
+  readonly cutoverAt: string | null;
+  /** The source WAL position the target had to confirm before the link was dropped. */
+  readonly finalLsn: string | null;
+  /** When the target confirmed {@link finalLsn} (every table copied too): the link may go. */
+  readonly finalConfirmedAt: string | null;
+  /** Source sessions terminated after the drain grace period. */
+  readonly sessionsTerminated: number | null;
+  readonly completedAt: string | null;
+  /** Why the migration is stopped (refusal or last error), null while it progresses. */
+  readonly error: string | null;
+}
+
+/** A migration about to start. */
+export function newMigration(options: {
+  source: Binding;
+  target: Binding;
+  replicationName: string;
+  manualCutover: boolean;
+  now: Date;
+}): MigrationState {
+  return {
+    migrating: 'schema',
+    source: options.source,
+    target: options.target,
+    replicationName: options.replicationName,
+    startedAt: options.now.toISOString(),
+    manualCutover: options.manualCutover,
+    tables: [],
+    tablesReady: 0,
+    rowsCopied: null,
+    lagBytes: null,
+    lagSeconds: null,
+    canarySecret: null,
+    conflict: null,
+    cutoverAt: null,
+    finalLsn: null,
+    finalConfirmedAt: null,
+    sessionsTerminated: null,
+    completedAt: null,
+    error: null,
+  };
+}
+
+/** True while the application may still be sent back to the source (nothing published). */
+export function beforeCutover(state: MigrationState): boolean {
+  return state.migrating === 'schema' || state.migrating === 'copying' || state.migrating === 'streaming';
+}
+
+/** True while a migration is under way (not finished). */
+export function inProgress(state: MigrationState | null | undefined): state is MigrationState {
+  return state !== null && state !== undefined && state.migrating !== 'done';
+}

@@ -1,0 +1,318 @@
+/**
+ * Drives one migration through its phases (migration-state.ts) as far as it can in one
+ * pass: every phase starts by looking at what exists, so a pass killed anywhere resumes
+ * from the persisted phase and converges. A pass returns early, with the state saved,
+ * when it would otherwise wait longer than `waitMillis` (initial copy, catch-up, final
+ * position) or when a canary cutover waits for approval; the next pass continues.
+ * Errors are thrown with the state saved; before `cutover` they leave the application on
+ * the source, untouched.
+ */
+
+import { ReplicationConflictError } from './migration-errors.js';
+import type { MigrationState } from './migration-state.js';
+import { ReplicationLink, type SourceAddress } from './replication-link.js';
+import { checkReplicationPrerequisites } from './replication-preflight.js';
+import type { ReplicationProgress } from './replication-progress.js';
+import {
+  confirmedPosition,
+  countRows,
+  finalWalPosition,
+  readReplicationProgress,
+} from './replication-progress.js';
+import { copySchema, verifySchema } from './schema-copy.js';
+import { advanceSequences } from './sequence-sync.js';
+import { drainSource } from './source-drain.js';
+import type { SqlClient } from './sql-client.js';
+
+/** Tunables of a migration; every field has a default. */
+export interface MigrationOptions {
+  /** Steps each target sequence is set past its source twin at cutover. Default 10000. */
+  readonly sequenceGap?: number;
+  /** How long the source's application sessions may take to leave before they are terminated. Default 30 s. */
+  readonly drainGraceMillis?: number;
+  /** Longest a pass waits for the initial copy, the catch-up or the final position. Default 120 s. */
+  readonly waitMillis?: number;
+  /** Cutover starts once the target is at most this many WAL bytes behind. Default 64 KiB. */
+  readonly maxCutoverLagBytes?: number;
+  /** How long apply errors may persist without progress before they are reported as a conflict. Default 10 s. */
+  readonly conflictGraceMillis?: number;
+  /** Interval between progress readings. Default 100 ms. */
+  readonly pollMillis?: number;
+}
+
+/** Runs `work` on a master connection to the claim's database on one instance. */
+export type DatabaseSession = <T>(work: (client: SqlClient) => Promise<T>) => Promise<T>;
+
+/** The two ends of a migration. */
+export interface MigrationEndpoints {
+  readonly source: DatabaseSession;
+  readonly target: DatabaseSession;
+  /** How the target server reaches the source database. */
+  readonly sourceAddress: SourceAddress;
+  /** Where the two are, for messages (`host:port`). */
+  readonly describe: { readonly source: string; readonly target: string };
+  /** The claim's base role on the source (the replication login reads as it) and target (owns the copy). */
+  readonly baseRole: string;
+  /** Login users whose sessions must leave the source. */
+  readonly sourceUsers: readonly string[];
+}
+
+/** What the migration asks of the reconciler. */
+export interface MigrationHooks {
+  /** Announced before every state-changing step (crash injection, tests). */
+  step(action: string): Promise<void>;
+  /** Persists the state (the status file). */
+  save(state: MigrationState): Promise<void>;
+  /** Points the claim's secret at the target (fresh password on a target user, verified). */
+  publishTarget(): Promise<void>;
+  /** Publishes the canary secret pointing at the target; returns its name. */
+  publishCanary(): Promise<string>;
+  /** Removes the canary secret if present. */
+  removeCanary(): Promise<void>;
+  /** Whether a manual cutover has been approved by the claim. */
+  readonly cutoverApproved: boolean;
+}
+
+const DEFAULTS = {
+  sequenceGap: 10_000,
+  drainGraceMillis: 30_000,
+  waitMillis: 120_000,
+  maxCutoverLagBytes: 64 * 1024,
+  conflictGraceMillis: 10_000,
+  pollMillis: 100,
+} satisfies Required<MigrationOptions>;
+
+/** Advances `state` as far as possible; returns the saved state. */
+export async function runMigration(
+  state: MigrationState,
+  endpoints: MigrationEndpoints,
+  hooks: MigrationHooks,
+  options: MigrationOptions = {},
+): Promise<MigrationState> {
+  const settings = { ...DEFAULTS, ...options };
+  return endpoints.source((source) =>
+    endpoints.target((target) => new MigrationPass(source, target, endpoints, hooks, settings).run(state)),
+  );
+}
+
+/**
+ * Drops the link of a migration that will not complete (the claim went back to the source
+ * or asked for another target before cutover), and the canary secret. The target database
+ * itself is retired by the caller under its deletion policy. A target that cannot be
+ * reached is skipped: its subscription goes with its database, and the slot is dropped on
+ * the source regardless.
+ */
+export async function abandonMigration(
+  state: MigrationState,
+  endpoints: MigrationEndpoints,
+  hooks: MigrationHooks,
+): Promise<void> {
+  const link = new ReplicationLink(state.replicationName, (action) => hooks.step(action));
+  await endpoints.source(async (source) => {
+    const removed = await endpoints
+      .target(async (target) => {
+        await link.remove(source, target);
+        return true;
+      })
+      .catch(() => false);
+    if (!removed) await link.remove(source, undefined);
+  });
+  await hooks.removeCanary();
+}
+
+/** The state after one phase step, and whether the pass stops there to wait. */
+interface Advanced {
+  readonly state: MigrationState;
+  readonly stop: boolean;
+}
+
+const go = (state: MigrationState): Advanced => ({ state, stop: false });
+const pause = (state: MigrationState): Advanced => ({ state, stop: true });
+
+class MigrationPass {
+  constructor(
+    private readonly source: SqlClient,
+    private readonly target: SqlClient,
+    private readonly endpoints: MigrationEndpoints,
+    private readonly hooks: MigrationHooks,
+    private readonly settings: Required<MigrationOptions>,
+  ) {}
+
+  /** The hook's step, callable detached. */
+  private readonly step = (action: string): Promise<void> => this.hooks.step(action);
+
+  async run(initial: MigrationState): Promise<MigrationState> {
+    let state = initial;
+    const link = new ReplicationLink(state.replicationName, this.step);
+    while (state.migrating !== 'done') {
+      const next = await this.advance(state, link);
+      state = next.state;
+      await this.hooks.save(state);
+      if (next.stop) break;
+    }
+    return state;
+  }
+
+  /** One phase step from `state` (never `done`). */
+  private async advance(state: MigrationState, link: ReplicationLink): Promise<Advanced> {
+    const { source, target, endpoints, hooks, settings } = this;
+    switch (state.migrating) {
+      case 'schema': {
+        await checkReplicationPrerequisites(source, target, endpoints.describe);
+        const copy = await copySchema(source, target, endpoints.baseRole, this.step);
+        return go({ ...state, migrating: 'copying', tables: copy.tables, error: null });
+      }
+      case 'copying': {
+        await checkReplicationPrerequisites(source, target, endpoints.describe);
+        await link.ensurePublication(source, state.tables);
+        await link.ensureSubscription(
+          source,
+          target,
+          endpoints.sourceAddress,
+          endpoints.baseRole,
+          state.tables,
+        );
+        const reading = await this.waitFor(link, state, allTablesReady);
+        const progressed = { ...state, ...progressFields(reading.progress) };
+        if (!reading.reached) return pause(progressed);
+        const rowsCopied = await countRows(target, state.tables);
+        return go({ ...progressed, migrating: 'streaming', rowsCopied });
+      }
+      case 'streaming': {
+        if (!(await link.hasSubscription(target))) return go(recopy(state));
+        // Every table ready again too: a target that restarted may be copying a table anew.
+        const reading = await this.waitFor(
+          link,
+          state,
+          (p) => allTablesReady(p) && p.lagBytes !== null && p.lagBytes <= settings.maxCutoverLagBytes,
+        );
+        const progressed = { ...state, ...progressFields(reading.progress) };
+        if (!reading.reached) return pause(progressed);
+        if (state.manualCutover && !hooks.cutoverApproved) {
+          const canarySecret = await hooks.publishCanary();
+          return pause({ ...progressed, canarySecret });
+        }
+        return go({ ...progressed, migrating: 'cutover' });
+      }
+      case 'cutover': {
+        if (!(await link.hasSubscription(target))) return go(recopy(state));
+        // DDL run on the source since the copy is not replicated: stop before the move.
+        await verifySchema(source, target);
+        await advanceSequences(source, target, settings.sequenceGap, this.step);
+        await hooks.publishTarget();
+        return go({ ...state, migrating: 'draining', cutoverAt: new Date().toISOString() });
+      }
+      case 'draining': {
+        const drained = await drainSource(
+          source,
+          endpoints.sourceAddress.database,
+          endpoints.sourceUsers,
+          settings.drainGraceMillis,
+          this.step,
+        );
+        let progressed: MigrationState = { ...state, sessionsTerminated: drained.terminated };
+        // Persisted before the link is dropped: a run killed while removing it goes on.
+        if (state.finalConfirmedAt === null) {
+          if (!(await link.hasSubscription(target))) {
+            throw new Error(
+              'the subscription on the target disappeared before it confirmed the final position; the source is kept',
+            );
+          }
+          const finalLsn = await finalWalPosition(source);
+          const final = { ...progressed, finalLsn };
+          const reading = await this.waitFor(link, final, () => false, finalLsn);
+          progressed = { ...final, ...progressFields(reading.progress) };
+          if (!reading.reached) return pause(progressed);
+          progressed = { ...progressed, finalConfirmedAt: new Date().toISOString() };
+          await this.hooks.save(progressed);
+        }
+        await advanceSequences(source, target, 0, this.step);
+        await link.remove(source, target);
+        if (state.canarySecret) await hooks.removeCanary();
+        return go({
+          ...progressed,
+          migrating: 'done',
+          canarySecret: null,
+          lagBytes: 0,
+          lagSeconds: 0,
+          completedAt: new Date().toISOString(),
+        });
+      }
+      case 'done':
+        return pause(state);
+    }
+  }
+
+  /**
+   * Polls the link until `goal` holds (or, with `lsn`, until the target confirmed it), for
+   * at most `waitMillis`. Apply errors that keep coming for `conflictGraceMillis` without
+   * the goal being reached are a conflict: saved in the state and thrown, with the source
+   * and the slot left in place.
+   */
+  private async waitFor(
+    link: ReplicationLink,
+    state: MigrationState,
+    goal: (progress: ReplicationProgress) => boolean,
+    lsn?: string,
+  ): Promise<{ reached: boolean; progress: ReplicationProgress }> {
+    const { settings } = this;
+    const deadline = Date.now() + settings.waitMillis;
+    // The counters are cumulative (an error fixed long ago still counts), so a conflict is
+    // errors that keep coming: the apply worker retries a failing change every
+    // wal_retrieve_retry_interval, and each retry adds one.
+    let errorsSeen: number | undefined;
+    let conflictSince: number | undefined;
+    for (;;) {
+      const progress = await readReplicationProgress(this.source, this.target, link.name);
+      const reached = lsn
+        ? allTablesReady(progress) && (await confirmedPosition(this.source, link.name, lsn))
+        : goal(progress);
+      if (reached) return { reached, progress };
+      const errors = Object.values(progress.errors).reduce((sum, n) => sum + n, 0);
+      if (errorsSeen !== undefined && errors > errorsSeen) conflictSince ??= Date.now();
+      errorsSeen = errors;
+      if (conflictSince !== undefined && Date.now() - conflictSince >= settings.conflictGraceMillis) {
+        const conflict = `replication conflict on the target (${describeErrors(progress.errors)}); the source and its replication slot are kept until it is resolved (see the target server log)`;
+        await this.hooks.save({ ...state, ...progressFields(progress), conflict, error: conflict });
+        throw new ReplicationConflictError(conflict);
+      }
+      if (Date.now() >= deadline) return { reached: false, progress };
+      await new Promise((resolve) => setTimeout(resolve, settings.pollMillis));
+    }
+  }
+}
+
+/**
+ * Back to `copying` when the subscription is gone before cutover (a target that crashed
+ * with its creation not yet on disk, or dropped by hand): the application is still on the
+ * source, so the target's tables are emptied and copied again.
+ */
+function recopy(state: MigrationState): MigrationState {
+  return { ...state, migrating: 'copying', tablesReady: 0, rowsCopied: null };
+}
+
+/**
+ * Every table's initial copy is done (state `r`). The slot's confirmed position covers
+ * only the streamed changes: a table still being copied (again, after a target restart)
+ * is not on the target yet whatever the position says.
+ */
+function allTablesReady(progress: ReplicationProgress): boolean {
+  return progress.tablesReady === progress.tablesTotal;
+}
+
+/** The progress readings kept in the state; a reading clears an earlier conflict and error. */
+function progressFields(progress: ReplicationProgress): Partial<MigrationState> {
+  return {
+    conflict: null,
+    error: null,
+    tablesReady: progress.tablesReady,
+    lagBytes: progress.lagBytes,
+    lagSeconds: progress.lagSeconds,
+  };
+}
+
+function describeErrors(errors: Readonly<Record<string, number>>): string {
+  return Object.entries(errors)
+    .map(([key, count]) => `${key}=${count}`)
+    .join(', ');
+}

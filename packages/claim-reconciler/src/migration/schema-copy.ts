@@ -1,0 +1,80 @@
+/**
+ * Copies the claim database's schema from the source to the target over the master
+ * connections (no pg_dump): refuse unsupported objects first, then create everything in
+ * one transaction as the claim's base role (so objects end up owned as on the source and
+ * either all exist or none do), then read both catalogs back and require them to match.
+ */
+import { quoteIdentifier } from '../sql-identifiers.js';
+import { diffCatalogs } from './catalog-diff.js';
+import { isEmptyCatalog, readCatalog } from './catalog-snapshot.js';
+import { MigrationRefusedError } from './migration-errors.js';
+import { schemaStatements } from './schema-ddl.js';
+import type { SqlClient } from './sql-client.js';
+import { findUnsupportedObjects } from './unsupported-objects.js';
+
+/** What {@link copySchema} did. */
+export interface SchemaCopyResult {
+  /** False when the target already matched (a resumed migration). */
+  readonly created: boolean;
+  /** Qualified names of the tables, for the publication. */
+  readonly tables: readonly string[];
+}
+
+/**
+ * Refuses if the source holds unsupported objects, then makes the target's schema equal to
+ * the source's. `owner` is the role that owns the copied objects; `step` is announced
+ * before the (only) write.
+ */
+export async function copySchema(
+  source: SqlClient,
+  target: SqlClient,
+  owner: string,
+  step: (action: string) => Promise<void>,
+): Promise<SchemaCopyResult> {
+  await refuseUnsupported(source);
+  const wanted = await readCatalog(source);
+  const tables = wanted.tables.map((t) => t.name);
+  const existing = await readCatalog(target);
+  if (diffCatalogs(wanted, existing).length === 0) return { created: false, tables };
+  if (!isEmptyCatalog(existing)) {
+    throw new MigrationRefusedError(
+      `the target database already holds objects that differ from the source: ${summarize(diffCatalogs(wanted, existing))}`,
+    );
+  }
+  await step('copy-schema');
+  await target.query('BEGIN');
+  try {
+    await target.query(`SET LOCAL ROLE ${quoteIdentifier(owner)}`);
+    await target.query(`SET LOCAL search_path = ''`);
+    for (const statement of schemaStatements(wanted)) await target.query(statement);
+    await target.query('COMMIT');
+  } catch (error) {
+    await target.query('ROLLBACK').catch(() => {});
+    throw error;
+  }
+  await verifySchema(source, target);
+  return { created: true, tables };
+}
+
+/** Throws a {@link MigrationRefusedError} naming every unsupported object in `source`. */
+export async function refuseUnsupported(source: SqlClient): Promise<void> {
+  const unsupported = await findUnsupportedObjects(source);
+  if (unsupported.length > 0) {
+    throw new MigrationRefusedError(
+      `cannot migrate: ${unsupported.map((u) => `${u.object} (${u.reason})`).join('; ')}`,
+    );
+  }
+}
+
+/** Throws unless the two catalogs match for the supported set. */
+export async function verifySchema(source: SqlClient, target: SqlClient): Promise<void> {
+  const differences = diffCatalogs(await readCatalog(source), await readCatalog(target));
+  if (differences.length > 0) {
+    throw new MigrationRefusedError(`the target schema does not match the source: ${summarize(differences)}`);
+  }
+}
+
+function summarize(differences: readonly string[]): string {
+  const shown = differences.slice(0, 5).join('; ');
+  return differences.length > 5 ? `${shown}; and ${differences.length - 5} more` : shown;
+}

@@ -1,0 +1,14 @@
+/** The migration's own steps in a plain move, in order (the secret publish is the reconciler's). */
+export const MOVE_STEPS = [
+  'copy-schema',
+  'create-publication',
+  'truncate-target-tables',
+  'set-replication-login',
+  'create-subscription',
+  'advance-sequences',
+  'lock-source-logins',
+  'drop-subscription',
+  'drop-replication-slot',
+  'drop-publication',
+  'drop-replication-login',
+] as const;
