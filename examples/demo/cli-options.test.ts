@@ -9,13 +9,21 @@ const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 describe("the demo's command line", () => {
   it('runs with the defaults, and allows --rotations 0 (a move-only run)', () => {
-    expect(parseDemoCommand([])).toEqual({ kind: 'run', durationSeconds: 20, rotations: 4, concurrency: 8 });
+    expect(parseDemoCommand([])).toEqual({
+      kind: 'run',
+      durationSeconds: 20,
+      rotations: 4,
+      concurrency: 8,
+      json: false,
+    });
     expect(parseDemoCommand(['--rotations', '0', '--duration', '2.5'])).toEqual({
       kind: 'run',
       durationSeconds: 2.5,
       rotations: 0,
       concurrency: 8,
+      json: false,
     });
+    expect(parseDemoCommand(['--json'])).toMatchObject({ kind: 'run', json: true });
     expect(parseDemoCommand(['-h'])).toEqual({ kind: 'help' });
   });
 

@@ -92,7 +92,7 @@ export class Pool extends pg.Pool {
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiters: Waiter[] = [];
   #current: Generation | undefined;
-  declare [baseOptions]: pg.PoolOptions;
+  declare [baseOptions]: pg.PoolConfig;
   #nextId = 1;
   #watcher: SourceWatcher | undefined;
   /** Settles with the first outcome of the source: a first generation, or why there is none. */
@@ -268,10 +268,10 @@ export class Pool extends pg.Pool {
     // the setter before this class's fields exist, hence the brand check in the getter.
     Object.defineProperty(prototype, 'options', {
       configurable: true,
-      get(this: Pool): pg.PoolOptions {
+      get(this: Pool): pg.PoolConfig {
         return (#current in this ? this.#current?.pool.options : undefined) ?? this[baseOptions];
       },
-      set(this: Pool, value: pg.PoolOptions) {
+      set(this: Pool, value: pg.PoolConfig) {
         Object.defineProperty(this, baseOptions, { configurable: true, writable: true, value });
       },
     });
