@@ -5,8 +5,19 @@
  * first query answered as the new user. Every driver runs on hotload-core's one
  * lifecycle except hotload-pg's Pool (still its own copy), so their figures should
  * match. One JSON line per driver; failed queries are counted (expected 0).
+ *
+ * Beside each figure, the floor under the same load (`floor_p50_ms`): a new connection's
+ * TCP + SCRAM handshake plus `SELECT 1`, which every switch has to pay once to verify the
+ * new config. A switch latency near the floor means the lifecycle adds little of its own.
  */
-import { createAppDatabase, newPassword, SecretDirectory, startCluster } from 'hotload-test-support';
+import {
+  APP_DATABASE,
+  createAppDatabase,
+  newPassword,
+  SecretDirectory,
+  startCluster,
+} from 'hotload-test-support';
+import pg from 'pg';
 import { DRIVERS, type Subject } from '../test/contract/subjects.js';
 
 const WORKERS = 8;
@@ -71,6 +82,7 @@ try {
     });
     const load = new SwitchWatchingLoad(subject);
     const latencies: number[] = [];
+    const floor: number[] = [];
     let user: 'app_a' | 'app_b' = 'app_a';
     for (let sample = 0; sample < SWITCHES; sample++) {
       user = user === 'app_a' ? 'app_b' : 'app_a';
@@ -81,6 +93,9 @@ try {
       await secret.write(cluster, user, password);
       const swapped = performance.now();
       latencies.push((await answered) - swapped);
+      floor.push(
+        await newConnectionMillis(cluster.connectionConfig({ database: APP_DATABASE, user, password })),
+      );
     }
     await load.stop();
     await subject.end();
@@ -94,9 +109,21 @@ try {
         failed: load.failed,
         p50_ms: Number(percentile(latencies, 0.5).toFixed(2)),
         p99_ms: Number(percentile(latencies, 0.99).toFixed(2)),
+        floor_p50_ms: Number(percentile(floor, 0.5).toFixed(2)),
       }),
     );
   }
 } finally {
   await cluster.stop();
+}
+
+/** A new connection (TCP + SCRAM) and one query, timed: the floor of a switch. */
+async function newConnectionMillis(config: pg.ClientConfig): Promise<number> {
+  const started = performance.now();
+  const client = new pg.Client(config);
+  await client.connect();
+  await client.query('SELECT 1');
+  const took = performance.now() - started;
+  await client.end();
+  return took;
 }
