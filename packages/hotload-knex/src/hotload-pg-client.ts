@@ -72,8 +72,9 @@ export class HotloadPgClient extends ClientPg {
   /**
    * Opens a raw connection with the serving generation's settings (Knex calls it whenever
    * its pool grows). If a switch happens while it connects, the connection is thrown
-   * away, or the failure retried, with the new settings. Before the first config it waits,
-   * or fails fast with the source's error.
+   * away, or the failure retried, with the new settings. A login refused for its
+   * credentials waits up to `credentialWaitMillis` for the new secret's generation and
+   * retries there. Before the first config it waits, or fails fast with the source's error.
    */
   override async acquireRawConnection(): Promise<unknown> {
     for (;;) {
@@ -83,9 +84,10 @@ export class HotloadPgClient extends ClientPg {
       try {
         connection = (await super.acquireRawConnection()) as PgRawConnection;
       } catch (error) {
-        if (generation !== this.hotload.current && !this.hotload.closed) continue;
         this.hotload.reportError(generation, error as Error);
-        throw error;
+        // A newer generation serves it; a refused login waits (bounded) for the new secret's.
+        await this.hotload.awaitCredentialChange(generation, error as Error);
+        continue;
       }
       if (generation === this.hotload.current || this.hotload.closed) {
         generation.add(connection);

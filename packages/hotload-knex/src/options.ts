@@ -4,8 +4,8 @@ import type { PgProbeClient } from './knex-driver.js';
 /**
  * The `hotload` block of a Knex config handled by {@link HotloadPgClient}: hotload-core's
  * one lifecycle options shape (`source`, `drainTimeoutMillis`, `verifyTimeoutMillis`,
- * `verifyRetryInitialMillis`, `verifyRetryMaxMillis`, `watcher`, `name`, `metrics`,
- * `logger`, `prepare`). `prepare` gets the verify connection, a `pg.Client`.
+ * `verifyRetryInitialMillis`, `verifyRetryMaxMillis`, `credentialWaitMillis`, `watcher`,
+ * `name`, `metrics`, `logger`, `prepare`). `prepare` gets the verify connection, a `pg.Client`.
  */
 export type HotloadKnexOptions = LifecycleOptions<PgProbeClient>;
 

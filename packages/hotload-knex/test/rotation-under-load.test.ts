@@ -85,13 +85,10 @@ describe('Knex under load while credentials rotate', () => {
     expect(await sessionsOfAfterExit(cluster, 'app_b')).toBe(0);
   });
 
-  // SKIPPED, known defect: the server changes first, so a connection still opening with
-  // the old password is refused (28P01) and Knex fails the query waiting for it (tarn's
-  // propagateCreateError). hotload-pg passes the same case (TypeORM's rotation-under-load
-  // test): it keeps such a request queued for the generation's open clients and the next
-  // generation. Knex needs the same, which issue 15's shared lifecycle gives every driver.
-  // Run it with `it` to see the failures: "password authentication failed for user app_a".
-  it.skip('fails no query when the password rotates while the pool is still opening connections', async () => {
+  // The server changes first, so a connection still opening with the old password is
+  // refused (28P01); Knex would fail the query waiting for it (tarn's propagateCreateError).
+  // The refused login waits (credentialWaitMillis) for the new secret's generation instead.
+  it('fails no query when the password rotates while the pool is still opening connections', async () => {
     // Every byte to and from the server is delayed, so each connection takes a few hundred
     // ms to open: the rotation lands while the pool is opening its connections.
     const proxy = await FaultProxy.start({ host: cluster.host, port: cluster.port });

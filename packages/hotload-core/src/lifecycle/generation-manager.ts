@@ -35,7 +35,11 @@ interface SwitchDetails {
   readonly changedAt: number | undefined;
 }
 
-/** Someone waiting for the first generation (see {@link GenerationManager.whenServing}). */
+/**
+ * Someone waiting for the next generation to serve: the first one (see
+ * {@link GenerationManager.whenServing}), or the one of a new secret after a refused login
+ * (see {@link GenerationManager.awaitCredentialChange}).
+ */
 interface Waiter<Generation> {
   resolve(generation: Generation): void;
   reject(error: Error): void;
@@ -174,6 +178,42 @@ export class GenerationManager<Generation, Client, Connection = Client>
     if (this.#reselecting) return;
     if (!isMultiHost(current.config) || !requiresWritable(current.config) || !isFailoverSignal(error)) return;
     this.#reselect(current.config);
+  }
+
+  /**
+   * A new connection of `generation` failed with `error`; resolves with the generation to
+   * retry on, or rejects with `error` (fail as the library itself would). A refused login
+   * (28P01/28000) of the serving generation may be the password changed in the database
+   * a moment before the secret: the source is re-read at once and this resolves with the
+   * next generation once it serves, waiting at most `credentialWaitMillis`. A generation
+   * replaced meanwhile resolves with the serving one at once; anything else rejects.
+   */
+  awaitCredentialChange(generation: Generation, error: Error): Promise<Generation> {
+    const current = this.#current;
+    if (this.#closed || current === undefined) return Promise.reject(error);
+    if (current.handle !== generation) return Promise.resolve(current.handle);
+    const waitMillis = this.#options.credentialWaitMillis;
+    if (!isCredentialFailure(error) || waitMillis === 0) return Promise.reject(error);
+    this.sourceWatcher.reread();
+    return new Promise((resolve, reject) => {
+      // Resolved by the next promotion (as a waiter for the first generation is), or
+      // failed with the refused login's error by close() or the deadline.
+      const waiter: Waiter<Generation> = {
+        resolve: (next) => {
+          clearTimeout(deadline);
+          resolve(next);
+        },
+        reject: () => {
+          clearTimeout(deadline);
+          reject(error);
+        },
+      };
+      const deadline = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((other) => other !== waiter);
+        reject(error);
+      }, waitMillis);
+      this.#waiters.push(waiter);
+    });
   }
 
   /**

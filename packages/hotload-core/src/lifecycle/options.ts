@@ -24,6 +24,14 @@ export interface LifecycleOptions<Client = unknown> {
   verifyRetryInitialMillis?: number;
   /** Cap of the (exponential, jittered) delay between verify attempts. Default 5 000. */
   verifyRetryMaxMillis?: number;
+  /**
+   * How long a new connection of the serving generation refused for its credentials
+   * (SQLSTATE 28P01/28000) may wait for the generation of a new secret, which the
+   * source is re-read for at once (the password changed in the database a moment before
+   * the secret). Then, or if no new config serves by then, it fails with the refused
+   * login's error. 0 fails it at once. Default 5 000.
+   */
+  credentialWaitMillis?: number;
   /** Options of the source watcher (debounce, logger). */
   watcher?: SourceWatcherOptions;
   /**
@@ -50,6 +58,7 @@ export interface ResolvedLifecycleOptions {
   readonly verifyTimeoutMillis: number;
   readonly verifyRetryInitialMillis: number;
   readonly verifyRetryMaxMillis: number;
+  readonly credentialWaitMillis: number;
 }
 
 const TIMINGS = [
@@ -57,6 +66,7 @@ const TIMINGS = [
   'verifyTimeoutMillis',
   'verifyRetryInitialMillis',
   'verifyRetryMaxMillis',
+  'credentialWaitMillis',
 ] as const;
 
 /**
@@ -74,6 +84,7 @@ export function resolveLifecycleOptions(
     verifyTimeoutMillis: options.verifyTimeoutMillis ?? 10_000,
     verifyRetryInitialMillis: options.verifyRetryInitialMillis ?? 100,
     verifyRetryMaxMillis: options.verifyRetryMaxMillis ?? 5_000,
+    credentialWaitMillis: options.credentialWaitMillis ?? 5_000,
   };
   for (const name of TIMINGS) {
     const value = resolved[name];
