@@ -2,7 +2,7 @@
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { type ClusterOptions, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { parseReconcilerConfig, type ReconcilerConfig } from '../src/index.js';
@@ -37,17 +37,51 @@ export async function startReconcilerCluster(label = 'atlas'): Promise<{
   configFile: string;
   configText: string;
 }> {
-  const cluster = await startCluster();
+  const { clusters, ...rest } = await startReconcilerInstances({ [label]: {} });
+  return { cluster: clusters[label]!, ...rest };
+}
+
+/**
+ * {@link startReconcilerCluster} for several instances: one fresh cluster per fragment key
+ * (started with that key's options, e.g. `wal_level=logical` for online moves), each with
+ * its own master password file, all in one `config.yaml`. On a failure nothing is left running.
+ */
+export async function startReconcilerInstances<K extends string>(
+  instances: Record<K, ClusterOptions>,
+): Promise<{
+  clusters: Record<K, PostgresCluster>;
+  work: { path: string; cleanup: () => Promise<void> };
+  configFile: string;
+  configText: string;
+}> {
+  const labels = Object.keys(instances) as K[];
+  const started = await Promise.allSettled(labels.map((label) => startCluster(instances[label])));
+  const clusters = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   let work: { path: string; cleanup: () => Promise<void> } | undefined;
   try {
+    const failed = started.find((s) => s.status === 'rejected');
+    if (failed) throw failed.reason;
     work = await tempDir();
-    const passwordFile = await writeMasterPassword(work.path, cluster);
-    const configText = configYaml({ [label]: { cluster, passwordFile } });
-    const configFile = join(work.path, 'config.yaml');
+    const dir = work.path;
+    const fragments = Object.fromEntries(
+      await Promise.all(
+        labels.map(async (label, i) => {
+          const cluster = clusters[i]!;
+          const passwordFile = await writeMasterPassword(dir, cluster, `master-password-${i}`);
+          return [label, { cluster, passwordFile }] as const;
+        }),
+      ),
+    );
+    const configText = configYaml(fragments);
+    const configFile = join(dir, 'config.yaml');
     await writeFile(configFile, configText);
-    return { cluster, work, configFile, configText };
+    const byLabel = Object.fromEntries(labels.map((label, i) => [label, clusters[i]!])) as Record<
+      K,
+      PostgresCluster
+    >;
+    return { clusters: byLabel, work, configFile, configText };
   } catch (error) {
-    await cluster.stop();
+    await Promise.all(clusters.map((cluster) => cluster.stop()));
     await work?.cleanup();
     throw error;
   }

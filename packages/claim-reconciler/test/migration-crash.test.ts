@@ -6,7 +6,7 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import type { PostgresCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -18,7 +18,7 @@ import {
 } from '../src/index.js';
 import { replicationName } from '../src/migration/replication-names.js';
 import { runCli } from './cli-runner.js';
-import { claimYaml, configYaml, tempDir, withSecretClient, writeMasterPassword } from './fixtures.js';
+import { claimYaml, startReconcilerInstances, withSecretClient } from './fixtures.js';
 import { MOVE_STEPS } from './migration-steps.js';
 
 let a: PostgresCluster;
@@ -29,18 +29,10 @@ const MAX_STEPS = 80; // bounds the loop; a move has about forty steps
 const ROWS = 300;
 
 beforeAll(async () => {
-  const settings = { wal_level: 'logical' };
-  [a, b] = await Promise.all([startCluster({ settings }), startCluster({ settings })]);
-  work = await tempDir();
-  const [pa, pb] = await Promise.all([
-    writeMasterPassword(work.path, a, 'master-a'),
-    writeMasterPassword(work.path, b, 'master-b'),
-  ]);
-  configFile = join(work.path, 'config.yaml');
-  await writeFile(
-    configFile,
-    configYaml({ src: { cluster: a, passwordFile: pa }, dst: { cluster: b, passwordFile: pb } }),
-  );
+  const logical = { settings: { wal_level: 'logical' } };
+  let clusters: Record<'src' | 'dst', PostgresCluster>;
+  ({ clusters, work, configFile } = await startReconcilerInstances({ src: logical, dst: logical }));
+  ({ src: a, dst: b } = clusters);
 });
 
 afterAll(async () => {

@@ -6,7 +6,7 @@
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Pool } from 'hotload-pg';
-import { type PostgresCluster, startCluster, WorkerLoad } from 'hotload-test-support';
+import { type PostgresCluster, WorkerLoad } from 'hotload-test-support';
 import pg from 'pg';
 import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ import {
   statusPath,
 } from '../src/index.js';
 import { runCli } from './cli-runner.js';
-import { claimYaml, configYaml, tempDir, withSecretClient, writeMasterPassword } from './fixtures.js';
+import { claimYaml, startReconcilerInstances, withSecretClient } from './fixtures.js';
 
 let a: PostgresCluster;
 let b: PostgresCluster;
@@ -30,23 +30,16 @@ let config: ReconcilerConfig;
 let configFile: string;
 
 beforeAll(async () => {
-  [a, b, plain] = await Promise.all([
-    startCluster({ settings: { wal_level: 'logical' } }),
-    startCluster({ settings: { wal_level: 'logical' } }),
-    startCluster(),
-  ]);
-  work = await tempDir();
-  const files = await Promise.all(
-    [a, b, plain].map((cluster, i) => writeMasterPassword(work.path, cluster, `master-${i}`)),
-  );
-  const text = configYaml({
-    atlas: { cluster: a, passwordFile: files[0]! },
-    'atlas.recyclebin': { cluster: b, passwordFile: files[1]! },
-    legacy: { cluster: plain, passwordFile: files[2]! },
-  });
-  configFile = join(work.path, 'config.yaml');
-  await writeFile(configFile, text);
-  config = parseReconcilerConfig(text, configFile);
+  const logical = { settings: { wal_level: 'logical' } };
+  let clusters: Record<'atlas' | 'atlas.recyclebin' | 'legacy', PostgresCluster>;
+  let configText: string;
+  ({ clusters, work, configFile, configText } = await startReconcilerInstances({
+    atlas: logical,
+    'atlas.recyclebin': logical,
+    legacy: {},
+  }));
+  ({ atlas: a, 'atlas.recyclebin': b, legacy: plain } = clusters);
+  config = parseReconcilerConfig(configText, configFile);
 });
 
 afterAll(async () => {
