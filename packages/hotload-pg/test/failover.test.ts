@@ -109,6 +109,7 @@ describe('host list with target_session_attrs=read-write', () => {
     // Demoted in place: every session of the old primary is now read-only, none is writable.
     await primary.query('ALTER SYSTEM SET default_transaction_read_only = on');
     await primary.query('SELECT pg_reload_conf()');
+    await untilEverySessionReadOnly(pool);
     const retrying = nextEvent<VerifyFailedEvent>(pool, 'verifyFailed');
     const burst = await Promise.allSettled(
       Array.from({ length: 10 }, (_, i) => pool.query('INSERT INTO writes VALUES ($1)', [100 + i])),
@@ -128,3 +129,24 @@ describe('host list with target_session_attrs=read-write', () => {
     expect(await portOf(pool)).toBe(standby.port);
   });
 });
+
+/**
+ * pg_reload_conf() returns before the postmaster has signalled the backends, so an open
+ * session may still accept a write. Holds every open session of the pool at once and
+ * waits until each one reports the reloaded setting (there is no event for it).
+ */
+async function untilEverySessionReadOnly(pool: Pool): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: pool.totalCount }, () => pool.connect()));
+  try {
+    for (const client of clients) {
+      while (
+        (await client.query('SHOW default_transaction_read_only')).rows[0]?.default_transaction_read_only !==
+        'on'
+      ) {
+        // the backend applies the reload before its next command: ask again
+      }
+    }
+  } finally {
+    for (const client of clients) client.release();
+  }
+}
