@@ -24,8 +24,11 @@ export type WatchMode = 'events' | 'polling' | 'none';
 /** Options of a `SourceWatcher`. */
 export interface SourceWatcherOptions {
   /**
-   * Bursts of file-system events within this many ms are read once. Default 10: the
-   * kubelet's swap is a handful of events within a millisecond or two.
+   * The source is read this many ms after the first file-system event of a burst; the
+   * burst's later events during the wait join that read, events during the read cause one
+   * more. Default 0 (the next timer turn): reads are snapshot-consistent and a read
+   * disturbed by more events is confirmed by the next one, so waiting only delays the
+   * switch. A larger value saves reads when files are edited one by one in place.
    */
   debounceMillis?: number;
   /**

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { EventEmitter, once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -6,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  AtomicSecretWriter,
   ConnectionConfig,
   type ConnectionSource,
   createSource,
@@ -46,6 +48,30 @@ async function startWatching(source: ConnectionSource, debounceMillis?: number) 
   return { watcher, log, initial };
 }
 
+/**
+ * `inner`, made observable: each read announces `('read', password)` on `reads` once it
+ * has read, and `holdNextRead(until)` keeps the next read from returning before `until`.
+ */
+function observedReads(inner: SecretDirectorySource) {
+  const reads = new EventEmitter();
+  let hold: Promise<void> | undefined;
+  const source: ConnectionSource = {
+    kind: inner.kind,
+    description: inner.description,
+    watchPaths: inner.watchPaths,
+    read: () => inner.read(),
+    readSnapshot: async () => {
+      const snapshot = await inner.readSnapshot();
+      reads.emit('read', snapshot.config.password);
+      const held = hold;
+      hold = undefined;
+      await held;
+      return snapshot;
+    },
+  };
+  return { source, reads, holdNextRead: (until: Promise<void>) => void (hold = until) };
+}
+
 describe('SourceWatcher on a kubelet-style secret directory', () => {
   it('emits one change per atomic ..data swap, with the old fingerprint and timing data', async () => {
     const dir = join(root, 'secret');
@@ -63,6 +89,27 @@ describe('SourceWatcher on a kubelet-style secret directory', () => {
       expect(change.changedAt).toBeLessThanOrEqual(change.emittedAt);
       expect(change.changedAt).toBeGreaterThan(0);
     }
+  });
+
+  it('a read begun by the first event of a write and ended after the ..data swap is followed by one that sees the swap', async () => {
+    // With a short debounce the first event of a kubelet write (its new folder) starts a
+    // read while the old ..data is still in place. Here that read reads the old secret,
+    // then lasts until the whole write is done: the swap's events all come while it runs,
+    // and must lead to one more read. Driven by the write's steps, no timing.
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    const observed = observedReads(new SecretDirectorySource(dir));
+    const { log } = await startWatching(observed.source, 0);
+    const readBeforeSwap = once(observed.reads, 'read');
+    let writeDone!: () => void;
+    observed.holdNextRead(new Promise<void>((resolve) => (writeDone = resolve)));
+    await new AtomicSecretWriter(dir).write(toSecretFiles(config('two')), {
+      onStep: async (step) => {
+        if (step === 'swap-data') expect(await readBeforeSwap).toEqual(['one']);
+      },
+    });
+    writeDone();
+    expect((await log.nextChange()).config.password).toBe('two');
   });
 
   it('emits nothing for a swap with identical content or whitespace-only differences', async () => {
