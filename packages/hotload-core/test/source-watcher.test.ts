@@ -102,7 +102,11 @@ describe('SourceWatcher on a kubelet-style secret directory', () => {
     const { log } = await startWatching(observed.source, 0);
     const readBeforeSwap = once(observed.reads, 'read');
     let writeDone!: () => void;
-    observed.holdNextRead(new Promise<void>((resolve) => (writeDone = resolve)));
+    observed.holdNextRead(
+      new Promise<void>((resolve) => {
+        writeDone = resolve;
+      }),
+    );
     await new AtomicSecretWriter(dir).write(toSecretFiles(config('two')), {
       onStep: async (step) => {
         if (step === 'swap-data') expect(await readBeforeSwap).toEqual(['one']);
