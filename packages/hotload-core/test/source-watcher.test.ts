@@ -69,7 +69,10 @@ function observedReads(inner: SecretDirectorySource) {
       return snapshot;
     },
   };
-  return { source, reads, holdNextRead: (until: Promise<void>) => void (hold = until) };
+  const holdNextRead = (until: Promise<void>): void => {
+    hold = until;
+  };
+  return { source, reads, holdNextRead };
 }
 
 describe('SourceWatcher on a kubelet-style secret directory', () => {
