@@ -31,6 +31,8 @@ class SwappedWhileReading extends Error {}
 
 interface DirectoryRead extends RawParams {
   readonly mtimeMs: number;
+  /** Read through `..data`: one version the writer published whole. */
+  readonly atomic: boolean;
 }
 
 /**
@@ -150,7 +152,7 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
 
   if (dataTarget !== undefined && (await currentDataTarget(dir)) !== dataTarget)
     throw new SwappedWhileReading();
-  return { params, origins, mtimeMs };
+  return { params, origins, mtimeMs, atomic: dataTarget !== undefined };
 }
 
 const missingHint = (key: 'host' | 'user' | 'dbname') =>
@@ -185,11 +187,13 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
     const params: Record<string, string> = {};
     const origins: Record<string, string> = {};
     let mtimeMs = 0;
+    let atomic = true;
     for (const dir of this.directories) {
       const one = await readDirectoryParams(dir, this.description);
       Object.assign(params, one.params);
       Object.assign(origins, one.origins);
       mtimeMs = Math.max(mtimeMs, one.mtimeMs);
+      atomic &&= one.atomic;
     }
     const last = this.directories[this.directories.length - 1]!;
     const config = normalizeParams(
@@ -197,7 +201,7 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
       { source: this.description, baseDir: last, defaultFile: last, missingHint },
     );
     if (config instanceof SourceError) throw config;
-    return { config, changedAt: mtimeMs || Date.now() };
+    return { config, changedAt: mtimeMs || Date.now(), atomic };
   }
 }
 

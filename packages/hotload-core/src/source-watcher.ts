@@ -65,7 +65,9 @@ function millisOption(name: string, value: number | undefined, fallback: number)
  * `..data` swap mid-read makes the read start over), so reading during a burst is safe.
  *
  * A read during which more events arrived is emitted only if the next read agrees (see
- * `#reread`): half-way states of non-atomic edits are not emitted. Repeated identical
+ * `#reread`): half-way states of non-atomic edits are not emitted. A read through a
+ * kubelet `..data` snapshot ({@link SourceSnapshot.atomic}) cannot be half-way and is
+ * emitted at once. Repeated identical
  * errors are emitted once until the source changes or recovers.
  *
  * Where file events do not come (NFS, some CSI drivers, an edit below the watched level),
@@ -343,10 +345,13 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     // half-way state, such as a directory whose password file is already deleted but
     // whose other files are not. Such a result is emitted only when the next read gives
     // the same result (so steady unrelated activity cannot hold events back); otherwise
-    // the read that those events caused decides.
+    // the read that those events caused decides. A read through `..data` (`atomic`) is a
+    // whole published version whatever happened meanwhile: it needs no confirmation, which
+    // matters because the kubelet removes the old folder right after the swap, so the
+    // read that sees a new secret is nearly always disturbed.
     const outcome = snapshot ? snapshot.config.fingerprint : `error:${failure!.message}`;
     const disturbed = this.#timer !== undefined || this.#pendingDetectedAt !== undefined;
-    if (disturbed && this.#unsettled?.outcome !== outcome) {
+    if (disturbed && snapshot?.atomic !== true && this.#unsettled?.outcome !== outcome) {
       this.#unsettled = { outcome, detectedAt };
       return;
     }

@@ -27,6 +27,13 @@ export interface SourceSnapshot {
   readonly config: ConnectionConfig;
   /** ms since epoch: the newest mtime among the files read. */
   readonly changedAt: number;
+  /**
+   * True when the read is one whole published version by construction: every directory
+   * was read through a kubelet `..data` snapshot (a `SecretDirectorySource` on a
+   * Secret volume). The `SourceWatcher` emits such a read at once, even if file events came
+   * during it, where another read must first confirm it. Absent means false.
+   */
+  readonly atomic?: boolean;
 }
 
 /** Declarative form accepted by `createSource()` and by hotload-pg's `hotload.source` option. */

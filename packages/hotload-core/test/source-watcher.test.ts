@@ -50,11 +50,12 @@ async function startWatching(source: ConnectionSource, debounceMillis?: number) 
 
 /**
  * `inner`, made observable: each read announces `('read', password)` on `reads` once it
- * has read, and `holdNextRead(until)` keeps the next read from returning before `until`.
+ * has read, and `holdReadOf(password, until)` keeps the next read of `password` from
+ * returning before `until`.
  */
 function observedReads(inner: SecretDirectorySource) {
   const reads = new EventEmitter();
-  let hold: Promise<void> | undefined;
+  let hold: { password: string; until: Promise<void> } | undefined;
   const source: ConnectionSource = {
     kind: inner.kind,
     description: inner.description,
@@ -64,15 +65,54 @@ function observedReads(inner: SecretDirectorySource) {
       const snapshot = await inner.readSnapshot();
       reads.emit('read', snapshot.config.password);
       const held = hold;
-      hold = undefined;
-      await held;
+      if (held !== undefined && held.password === snapshot.config.password) {
+        hold = undefined;
+        await held.until;
+      }
       return snapshot;
     },
   };
-  const holdNextRead = (until: Promise<void>): void => {
-    hold = until;
+  const holdReadOf = (password: string, until: Promise<void>): void => {
+    hold = { password, until };
   };
-  return { source, reads, holdNextRead };
+  return { source, reads, holdReadOf };
+}
+
+/** A promise and the function that resolves it. */
+function gate(): { opened: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { opened, open };
+}
+
+/**
+ * Watches `dir` (debounce 0) and changes its password from `one` to `two` with `write`,
+ * disturbing the read that sees `two`: `reread()` while it runs, as a file event would.
+ * Resolves how many reads had seen `two` when the change was emitted.
+ */
+async function readsOfTwoAtChange(dir: string, write: () => Promise<unknown>): Promise<number> {
+  const observed = observedReads(new SecretDirectorySource(dir));
+  const { watcher, log } = await startWatching(observed.source, 0);
+  const disturbance = gate();
+  observed.holdReadOf('two', disturbance.opened);
+  let readsOfTwo = 0;
+  observed.reads.on('read', (password: string) => {
+    if (password !== 'two') return;
+    readsOfTwo++;
+    if (readsOfTwo === 1) {
+      watcher.reread();
+      disturbance.open();
+    }
+  });
+  let atChange = 0;
+  watcher.once('change', () => {
+    atChange = readsOfTwo;
+  });
+  await write();
+  expect((await log.nextChange()).config.password).toBe('two');
+  return atChange;
 }
 
 describe('SourceWatcher on a kubelet-style secret directory', () => {
@@ -104,19 +144,29 @@ describe('SourceWatcher on a kubelet-style secret directory', () => {
     const observed = observedReads(new SecretDirectorySource(dir));
     const { log } = await startWatching(observed.source, 0);
     const readBeforeSwap = once(observed.reads, 'read');
-    let writeDone!: () => void;
-    observed.holdNextRead(
-      new Promise<void>((resolve) => {
-        writeDone = resolve;
-      }),
-    );
+    const written = gate();
+    observed.holdReadOf('one', written.opened);
     await new AtomicSecretWriter(dir).write(toSecretFiles(config('two')), {
       onStep: async (step) => {
         if (step === 'swap-data') expect(await readBeforeSwap).toEqual(['one']);
       },
     });
-    writeDone();
+    written.open();
     expect((await log.nextChange()).config.password).toBe('two');
+  });
+
+  it('a read through ..data is emitted even when events came during it; a plain directory read waits for the next', async () => {
+    // The kubelet removes the old folder right after the swap, so the read that sees the
+    // new secret is nearly always disturbed; it is one whole version all the same.
+    const kube = join(root, 'secret');
+    await writeSecretAtomically(kube, toSecretFiles(config('one')));
+    expect(
+      await readsOfTwoAtChange(kube, () => writeSecretAtomically(kube, toSecretFiles(config('two')))),
+    ).toBe(1);
+    // A plain directory may be half-way through an edit: its disturbed read is confirmed.
+    const plain = join(root, 'plain');
+    await writeFiles(plain, { host: 'db', user: 'app', dbname: 'app', password: 'one' });
+    expect(await readsOfTwoAtChange(plain, () => writeFile(join(plain, 'password'), 'two'))).toBe(2);
   });
 
   it('emits nothing for a swap with identical content or whitespace-only differences', async () => {
