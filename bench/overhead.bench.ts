@@ -6,6 +6,11 @@
  * `overhead` (concurrency 16, max 16: no checkout waits) and `overhead-waiters`
  * (concurrency 32, max 10: most checkouts wait for a client to be released, the path
  * where hotload's own wait queue meets pg-pool's).
+ *
+ * Fair by construction: both pools get the same options (`max`, and pg's defaults for the
+ * rest; the hotload pool's connection fields come from a secret with the same login), both
+ * open all their connections before the warm-up round, and `connections` on each line
+ * shows they still had the same number at the end.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,9 +35,16 @@ const WAITERS_MAX = 10;
 const ROUNDS = 15;
 const ROUND_MILLIS = 1_500;
 
-interface Queryable {
-  query(text: string): Promise<unknown>;
-  end(): Promise<void>;
+/** What both pools are measured through (a hotload-pg Pool is a pg.Pool). */
+type Queryable = pg.Pool;
+
+/**
+ * Opens all `size` connections of `pool` (holds `size` clients at once, then releases
+ * them), so neither pool pays a connection's handshake inside a measured round.
+ */
+async function fill(pool: Queryable, size: number): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: size }, () => pool.connect()));
+  for (const client of clients) client.release();
 }
 
 interface Measurement {
@@ -61,17 +73,30 @@ interface Comparison {
   ratio: number;
   /** The per-round ratios' spread (min, quartiles, max). */
   ratio_spread: ReturnType<typeof ratioSpread>;
+  /** Open connections of each pool after the last round (equal: neither was short of any). */
+  connections: { pg: number; hotload: number };
   hotload_cpu_us_per_query: number;
   pg_cpu_us_per_query: number;
 }
 
-/** Warm-up, then ROUNDS alternating rounds of `plain` and `hotload`; ends both pools. */
-async function compare(plain: Queryable, hotload: Queryable, concurrency: number): Promise<Comparison> {
+/**
+ * Both pools filled to `max` connections, a warm-up, then ROUNDS alternating rounds of
+ * `plain` and `hotload`; ends both pools.
+ */
+async function compare(
+  plain: Queryable,
+  hotload: Queryable,
+  concurrency: number,
+  max: number,
+): Promise<Comparison> {
+  await fill(plain, max);
+  await fill(hotload, max);
   const { baseline: pgRuns, candidate: hotloadRuns } = await alternatingRounds({
     rounds: ROUNDS,
     baseline: () => measure(plain, concurrency),
     candidate: () => measure(hotload, concurrency),
   });
+  const connections = { pg: plain.totalCount, hotload: hotload.totalCount };
   await plain.end();
   await hotload.end();
   const qps = (runs: Measurement[]) => runs.map((run) => run.qps);
@@ -81,6 +106,7 @@ async function compare(plain: Queryable, hotload: Queryable, concurrency: number
     pg_qps: Math.round(median(qps(pgRuns))),
     ratio: Number(medianRatio(qps(pgRuns), qps(hotloadRuns)).toFixed(3)),
     ratio_spread: ratioSpread(qps(pgRuns), qps(hotloadRuns)),
+    connections,
     hotload_cpu_us_per_query: cpu(hotloadRuns),
     pg_cpu_us_per_query: cpu(pgRuns),
   };
@@ -96,9 +122,10 @@ try {
     new pg.Pool({ ...superuser, max: CONCURRENCY }),
     await HotloadPool.create({ max: CONCURRENCY, hotload: hotloadOptions }),
     CONCURRENCY,
+    CONCURRENCY,
   );
   // This line keeps its original fields; the CPU figures are on the waiters line only.
-  const { hotload_qps, pg_qps, ratio, ratio_spread } = overhead;
+  const { hotload_qps, pg_qps, ratio, ratio_spread, connections } = overhead;
   console.log(
     JSON.stringify({
       bench: 'overhead',
@@ -106,6 +133,7 @@ try {
       pg_qps,
       ratio,
       ratio_spread,
+      connections,
       rounds: ROUNDS,
       concurrency: CONCURRENCY,
     }),
@@ -114,6 +142,7 @@ try {
     new pg.Pool({ ...superuser, max: WAITERS_MAX }),
     await HotloadPool.create({ max: WAITERS_MAX, hotload: hotloadOptions }),
     WAITERS_CONCURRENCY,
+    WAITERS_MAX,
   );
   console.log(
     JSON.stringify({
