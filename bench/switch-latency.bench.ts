@@ -9,6 +9,14 @@
  * Beside each figure, the floor under the same load (`floor_p50_ms`): a new connection's
  * TCP + SCRAM handshake plus `SELECT 1`, which every switch has to pay once to verify the
  * new config. A switch latency near the floor means the lifecycle adds little of its own.
+ *
+ * Where the rest goes (hotload-pg, measured with the watcher's `change` and the pool's
+ * `switch` events): the watcher reads on the timer turn after the first file event and
+ * emits a `..data` read at once, so the change is usually emitted before the writer has
+ * even finished removing the old folder (the clock here starts after that); then the
+ * verify (the floor); then the first answer on the new generation's warm connection,
+ * which under load comes some milliseconds after the switch while the other workers'
+ * connections to the new generation are being opened.
  */
 import {
   APP_DATABASE,
