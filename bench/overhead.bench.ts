@@ -5,7 +5,10 @@
  * min, quartiles, max). Two lines:
  * `overhead` (concurrency 16, max 16: no checkout waits) and `overhead-waiters`
  * (concurrency 32, max 10: most checkouts wait for a client to be released, the path
- * where hotload's own wait queue meets pg-pool's).
+ * where hotload's own wait queue meets pg-pool's). A third, `overhead-checkout`, times
+ * checkout + release of an idle client alone (no query): the pool layer's own cost, free
+ * of the server's noise that makes the query ratios swing by several percent per round
+ * on a shared machine.
  *
  * Fair by construction: both pools get the same options (`max`, and pg's defaults for the
  * rest; the hotload pool's connection fields come from a secret with the same login), both
@@ -116,6 +119,38 @@ async function compare(
   };
 }
 
+const CHECKOUTS_PER_ROUND = 50_000;
+
+/** Nanoseconds per `connect()` + `release()` of an idle client, one at a time. */
+async function checkoutNanos(pool: Queryable): Promise<number> {
+  const started = performance.now();
+  for (let i = 0; i < CHECKOUTS_PER_ROUND; i++) (await pool.connect()).release();
+  return ((performance.now() - started) * 1e6) / CHECKOUTS_PER_ROUND;
+}
+
+/**
+ * The pool layer alone: checkout and release of an idle client touch no socket, so this
+ * measures only what each pool does per checkout (hotload-pg's routing and release
+ * wrapper on top of the pg-pool inside it), without the server's and the machine's noise.
+ */
+async function compareCheckouts(plain: Queryable, hotload: Queryable) {
+  await fill(plain, 1);
+  await fill(hotload, 1);
+  const { baseline, candidate } = await alternatingRounds({
+    rounds: ROUNDS,
+    baseline: () => checkoutNanos(plain),
+    candidate: () => checkoutNanos(hotload),
+  });
+  await plain.end();
+  await hotload.end();
+  return {
+    hotload_ns: Math.round(median(candidate)),
+    pg_ns: Math.round(median(baseline)),
+    // Speed ratio as on the other lines: pg's time over hotload's (1 = no cost).
+    ratio: Number(medianRatio(candidate, baseline).toFixed(3)),
+  };
+}
+
 const cluster = await startCluster();
 const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-'));
 try {
@@ -157,6 +192,11 @@ try {
       rounds: ROUNDS,
     }),
   );
+  const checkouts = await compareCheckouts(
+    new pg.Pool({ ...superuser, max: 1 }),
+    await HotloadPool.create({ max: 1, hotload: hotloadOptions }),
+  );
+  console.log(JSON.stringify({ bench: 'overhead-checkout', ...checkouts, rounds: ROUNDS }));
 } finally {
   await cluster.stop();
   await rm(dir, { recursive: true, force: true });
