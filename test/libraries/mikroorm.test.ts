@@ -71,8 +71,8 @@ describe('MikroORM 6 (withHotload(PostgreSqlKnexDialect) as driverOptions.client
     const [row] = await orm.em.fork().execute('SELECT current_database() AS db, session_user AS "user"');
     expect(row).toEqual({ db: APP_DATABASE, user: 'app_a' });
     // MikroORM's own pg type parsers (its connection options) still apply: timestamps as text.
-    const [{ at }] = await orm.em.fork().execute("SELECT timestamptz '2026-01-02 03:04:05+00' AS at");
-    expect(typeof at).toBe('string');
+    const rows = await orm.em.fork().execute("SELECT timestamptz '2026-01-02 03:04:05+00' AS at");
+    expect(typeof rows[0]?.at).toBe('string');
   });
 
   it('switches the login user under load with 0 failed queries', async () => {

@@ -46,6 +46,13 @@ export type HotloadPgClientClass = Omit<typeof Knex.Client, 'prototype'> & {
 };
 
 /**
+ * What {@link withHotload} takes: a Knex client class, typed by its constructor alone
+ * because libraries declare theirs loosely (MikroORM's extends an `any`); that it is a Knex
+ * PostgreSQL client is checked when called.
+ */
+export type KnexClientClass = new (config: Knex.Config) => object;
+
+/**
  * Puts a Knex PostgreSQL client class on a hotload source: returns a subclass of
  * `PgClientClass` that reads its connection from `config.hotload` and drains old
  * generations out of Knex's pool, exactly as {@link HotloadPgClient} (which is
@@ -58,14 +65,16 @@ export type HotloadPgClientClass = Omit<typeof Knex.Client, 'prototype'> & {
  *
  * @throws TypeError if `PgClientClass` is not a Knex PostgreSQL client class.
  */
-export function withHotload(PgClientClass: typeof Knex.Client): HotloadPgClientClass {
+export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClass {
   // Checked by Knex's dialect name rather than instanceof: the class may extend another copy of Knex.
   if ((PgClientClass?.prototype as { dialect?: unknown } | undefined)?.dialect !== 'postgresql') {
     throw new TypeError(
       `hotload-knex: withHotload() needs a Knex PostgreSQL client class (dialect 'postgresql'), got ${describeClass(PgClientClass)}`,
     );
   }
-  return class HotloadClient extends PgClientClass {
+  // Checked above to be a Knex PostgreSQL client class, which is what Knex's type describes.
+  const Base = PgClientClass as unknown as typeof Knex.Client;
+  return class HotloadClient extends Base {
     /** The lifecycle: events, `ready()`, the current generation and config. */
     readonly hotload: HotloadKnexLifecycle;
 
@@ -191,4 +200,7 @@ function describeClass(value: unknown): string {
  * `drainTimeoutMillis` those still in use are closed with `ForceClosedError` (their query
  * cancelled on the server). `knex.destroy()` also stops watching.
  */
-export class HotloadPgClient extends withHotload(ClientPg) {}
+export class HotloadPgClient extends withHotload(ClientPg) {
+  /** The lifecycle: events, `ready()`, the current generation and config. */
+  declare readonly hotload: HotloadKnexLifecycle;
+}

@@ -17,6 +17,7 @@ export {
   type HotloadKnexLifecycle,
   HotloadPgClient,
   type HotloadPgClientClass,
+  type KnexClientClass,
   withHotload,
 } from './hotload-pg-client.js';
 export type { PgProbeClient } from './knex-driver.js';
