@@ -6,7 +6,7 @@
  */
 import { EntitySchema, MikroORM, PostgreSqlKnexDialect } from '@mikro-orm/postgresql';
 import { type HotloadKnexClient, type SwitchEvent, withHotload } from 'hotload-knex';
-import { APP_DATABASE, nextEvent, useAppDatabases } from 'hotload-test-support';
+import { APP_DATABASE, nextEvent, sessionsOfAfterExit, useAppDatabases } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectUserSwitchUnderLoad } from './user-switch-under-load.js';
 
@@ -39,7 +39,7 @@ beforeAll(async () => {
   client = orm.em.getConnection().getKnex().client as HotloadKnexClient;
 });
 afterAll(async () => {
-  await orm?.close(); // destroys MikroORM's Knex, which stops watching
+  if (client && !client.hotload.closed) await orm.close();
 });
 
 async function step(worker: number, n: number): Promise<void> {
@@ -81,5 +81,11 @@ describe('MikroORM 6 (withHotload(PostgreSqlKnexDialect) as driverOptions.client
       switched: () => nextEvent<SwitchEvent>(client.hotload, 'switch'),
       drainsOldUser: true,
     });
+  });
+
+  it('orm.close() destroys MikroORM’s Knex, which stops watching the source', async () => {
+    await orm.close();
+    expect(client.hotload.closed).toBe(true);
+    expect(await sessionsOfAfterExit(suite.clusters[0]!, 'app_b')).toBe(0);
   });
 });
