@@ -42,6 +42,25 @@ afterAll(async () => {
   if (client && !client.hotload.closed) await orm.close();
 });
 
+/** What a MikroORM instance makes of the same work: typed values, SQL, an entity found. */
+async function sample(instance: MikroORM): Promise<{ rows: unknown[]; sql: string; found: string[] }> {
+  const em = instance.em.fork();
+  const rows = await em.execute(
+    `SELECT timestamptz '2026-01-02 03:04:05+00' AS at, date '2026-01-02' AS d, interval '1 day' AS i,
+            ARRAY[timestamptz '2026-01-02 03:04:05+00'] AS ats`,
+  );
+  const sql = em
+    .createQueryBuilder(Item)
+    .select('*')
+    .where({ note: 'sample' })
+    .orderBy({ id: 'desc' })
+    .getFormattedQuery();
+  em.create(Item, { note: 'sample' });
+  await em.flush();
+  const found = (await em.fork().find(Item, { note: 'sample' }, { limit: 1 })).map((item) => item.note);
+  return { rows, sql, found };
+}
+
 async function step(worker: number, n: number): Promise<void> {
   const note = `mikroorm-${worker}-${n}`;
   const em = orm.em.fork();
@@ -70,9 +89,25 @@ describe('MikroORM 6 (withHotload(PostgreSqlKnexDialect) as driverOptions.client
     await client.hotload.ready();
     const [row] = await orm.em.fork().execute('SELECT current_database() AS db, session_user AS "user"');
     expect(row).toEqual({ db: APP_DATABASE, user: 'app_a' });
-    // MikroORM's own pg type parsers (its connection options) still apply: timestamps as text.
-    const rows = await orm.em.fork().execute("SELECT timestamptz '2026-01-02 03:04:05+00' AS at");
-    expect(typeof rows[0]?.at).toBe('string');
+  });
+
+  it('returns what plain MikroORM returns (its SQL and its pg type parsers are kept)', async () => {
+    const [cluster] = suite.clusters;
+    const plain = await MikroORM.init({
+      entities: [ItemSchema],
+      dbName: APP_DATABASE,
+      host: cluster!.host,
+      port: cluster!.port,
+      user: 'app_a',
+      password: suite.passwords.app_a,
+    });
+    try {
+      expect(await sample(orm)).toEqual(await sample(plain));
+      // MikroORM's parsers give text where pg alone would give a Date.
+      expect((await sample(orm)).rows[0]).toMatchObject({ at: expect.any(String), d: '2026-01-02' });
+    } finally {
+      await plain.close();
+    }
   });
 
   it('switches the login user under load with 0 failed queries', async () => {
