@@ -14,6 +14,12 @@
  *    timers (up to 1 s for 'readdir') chokidar 5 leaves running after `close()`.
  *    {@link clearThrottleTimers} clears them first, so no timer outlives `close()`. If the
  *    member is missing it does nothing: the timers then end on their own within a second.
+ * 3. The `_throttle(action, path, millis)` method, which arms those timers and returns a
+ *    falsy value for an action to skip as a duplicate (every caller then stops). chokidar's
+ *    async work still in flight at `close()` (a removed directory's `readdir`) calls it
+ *    later and would arm a new 100 ms timer after {@link clearThrottleTimers};
+ *    {@link refuseThrottledActions} makes it skip every action instead. If the member is
+ *    missing it does nothing: such a timer then ends on its own within 100 ms.
  */
 import { join, resolve } from 'node:path';
 import type { FSWatcher } from 'chokidar';
@@ -35,6 +41,15 @@ export function rawEventPaths(name: unknown, details: unknown): string[] {
 
 interface ThrottleTimer {
   clear(): void;
+}
+
+/**
+ * Makes chokidar skip every throttled action from now on, as duplicates (call before
+ * `close()`): work it finishes after closing then arms no timer.
+ */
+export function refuseThrottledActions(watcher: FSWatcher): void {
+  const internal = watcher as { _throttle?: unknown };
+  if (typeof internal._throttle === 'function') internal._throttle = () => false;
 }
 
 /** Clears chokidar's pending de-duplication timers (call before `close()`). */

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { dirname, resolve } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
-import { clearThrottleTimers, rawEventPaths } from './chokidar-internals.js';
+import { clearThrottleTimers, rawEventPaths, refuseThrottledActions } from './chokidar-internals.js';
 import type { ConnectionConfig } from './config.js';
 import { HOTLOAD_CHANNELS, publishDiagnostic } from './diagnostics/channels.js';
 import { isSourceError, type SourceError } from './errors.js';
@@ -30,9 +30,10 @@ const DEFAULT_RESYNC_INTERVAL_MILLIS = 30_000;
 const MISSING_POLL_MILLIS = 1000;
 const WATCH_MODES: readonly WatchMode[] = ['events', 'polling', 'none'];
 
-/** Closes a chokidar watcher, timers included. */
+/** Closes a chokidar watcher, timers included (also those its unfinished work would arm). */
 async function closeChokidar(watcher: FSWatcher | undefined): Promise<void> {
   if (!watcher) return;
+  refuseThrottledActions(watcher);
   clearThrottleTimers(watcher);
   await watcher.close();
 }
