@@ -1,10 +1,11 @@
 /**
  * Switch latency per driver, under load: 8 workers query back to back while the login
  * user switches (the server learns the new user's password first, then the secret is
- * swapped atomically, as the kubelet does it). Measured from the end of the swap to the
- * first query answered as the new user. Every driver runs on hotload-core's one
- * lifecycle except hotload-pg's Pool (still its own copy), so their figures should
- * match. One JSON line per driver; failed queries are counted (expected 0).
+ * swapped atomically, as the kubelet does it). Measured from the swap itself (the rename
+ * of `..data`, as the writer reports it) to the first query answered as the new user.
+ * Every driver runs on hotload-core's one lifecycle except hotload-pg's Pool (still its
+ * own copy), so their figures should match. One JSON line per driver; failed queries are
+ * counted (expected 0).
  *
  * Beside each figure, the floor under the same load (`floor_p50_ms`): a new connection's
  * TCP + SCRAM handshake plus `SELECT 1`, which every switch has to pay once to verify the
@@ -13,10 +14,10 @@
  * Where the rest goes (hotload-pg, measured with the watcher's `change` and the pool's
  * `switch` events): the watcher reads on the timer turn after the first file event and
  * emits a `..data` read at once, so the change is usually emitted before the writer has
- * even finished removing the old folder (the clock here starts after that); then the
- * verify (the floor); then the first answer on the new generation's warm connection,
- * which under load comes some milliseconds after the switch while the other workers'
- * connections to the new generation are being opened.
+ * even finished removing the old folder; then the verify (the floor); then the first
+ * answer on the new generation's warm connection, which under load comes some
+ * milliseconds after the switch while the other workers' connections to the new
+ * generation are being opened.
  */
 import {
   APP_DATABASE,
@@ -98,8 +99,10 @@ try {
       await cluster.query(`ALTER ROLE ${user} PASSWORD '${password}'`); // not timed
       passwords[user] = password;
       const answered = load.firstAnswerAs(user);
-      await secret.write(cluster, user, password);
-      const swapped = performance.now();
+      const { swappedAt } = await secret.write(cluster, user, password);
+      // The rename of ..data, not the end of write(): the writer still removes the old
+      // folder after it, and the watcher may already have read the new secret by then.
+      const swapped = swappedAt! - performance.timeOrigin;
       latencies.push((await answered) - swapped);
       floor.push(
         await newConnectionMillis(cluster.connectionConfig({ database: APP_DATABASE, user, password })),

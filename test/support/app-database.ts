@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeSecretAtomically } from 'hotload-core';
+import { type AtomicWriteResult, writeSecretAtomically } from 'hotload-core';
 import type { PostgresCluster } from './postgres-cluster.js';
 
 export const APP_DATABASE = 'appdb';
@@ -101,9 +101,12 @@ async function lastCountAfterExit(count: () => Promise<number>, attempts: number
 export class SecretDirectory {
   readonly path = mkdtempSync(join(tmpdir(), 'hotload-knex-secret-'));
 
-  /** Publishes `user`/`password` for `server`: a cluster, or a {@link FaultProxy} in front of one. */
-  async write(server: ServerAddress, user: AppUser, password: string): Promise<void> {
-    await writeSecretAtomically(this.path, {
+  /**
+   * Publishes `user`/`password` for `server`: a cluster, or a {@link FaultProxy} in front of
+   * one. Resolves what the write did (`swappedAt`: when `..data` was renamed into place).
+   */
+  write(server: ServerAddress, user: AppUser, password: string): Promise<AtomicWriteResult> {
+    return writeSecretAtomically(this.path, {
       hostname: server.host,
       port: String(server.port),
       username: user,
