@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { type FSWatcher, watch } from 'chokidar';
 import { clearThrottleTimers, rawEventPaths, refuseThrottledActions } from './chokidar-internals.js';
 import type { ConnectionConfig } from './config.js';
@@ -38,6 +38,17 @@ async function closeChokidar(watcher: FSWatcher | undefined): Promise<void> {
   await watcher.close();
 }
 
+/**
+ * A kubelet timestamped folder (`..2026_11_23_15_12_44.123`) directly in a watched
+ * directory. Its events (created, filled, removed) change nothing a read sees: reads go
+ * through `..data`, which changes only by the rename that the swap's own event reports.
+ * Skipping them lets the read start at the swap, not be busy with one begun at the new
+ * folder. (`..data` and `..data_tmp` are not such folders: their events count.)
+ */
+function isTimestampedFolder(path: string, dirs: ReadonlySet<string>): boolean {
+  return /^\.\.\d/.test(basename(path)) && dirs.has(dirname(path));
+}
+
 /** A non-negative finite number of milliseconds, or a RangeError naming the option. */
 function millisOption(name: string, value: number | undefined, fallback: number): number {
   const millis = value ?? fallback;
@@ -61,8 +72,9 @@ function millisOption(name: string, value: number | undefined, fallback: number)
  * re-read of the whole source `debounceMillis` (default 0: the next timer turn) after the
  * first event of a burst (later events of the burst do not push it back); reads never
  * overlap, and events that arrive while a read runs cause exactly one more read after it.
- * So the first event of a kubelet write (its new timestamped folder) may start a read
- * before the `..data` swap: that read sees the old secret, and the swap's events read again. Sources read consistently (a
+ * Events about the kubelet's timestamped folders are skipped (they change nothing a read
+ * sees), so a kubelet write is read from its swap on; an earlier event (a key file
+ * created ahead of the swap) may still start a read before it, and the swap reads again. Sources read consistently (a
  * `..data` swap mid-read makes the read start over), so reading during a burst is safe.
  *
  * A read during which more events arrived is emitted only if the next read agrees (see
@@ -280,7 +292,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     // In 'polling' mode the raw events are chokidar's stat comparisons, one per changed path.
     const concerns = (path: string) => dirs.has(path) || dirs.has(dirname(path));
     watcher.on('raw', (_event, name, details) => {
-      if (rawEventPaths(name, details).some(concerns)) this.#schedule();
+      const paths = rawEventPaths(name, details);
+      if (paths.some(concerns) && !paths.some((path) => isTimestampedFolder(path, dirs))) this.#schedule();
     });
     // chokidar reports watch failures here; the next event or re-creation re-arms it.
     watcher.on('error', () => undefined);

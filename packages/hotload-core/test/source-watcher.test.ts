@@ -134,24 +134,48 @@ describe('SourceWatcher on a kubelet-style secret directory', () => {
     }
   });
 
-  it('a read begun by the first event of a write and ended after the ..data swap is followed by one that sees the swap', async () => {
-    // With a short debounce the first event of a kubelet write (its new folder) starts a
-    // read while the old ..data is still in place. Here that read reads the old secret,
-    // then lasts until the whole write is done: the swap's events all come while it runs,
-    // and must lead to one more read. Driven by the write's steps, no timing.
+  it('a read begun before the ..data swap and ended after it is followed by one that sees the swap', async () => {
+    // A read may start just before a swap (reread() after refused credentials, a key file
+    // the writer created first). Here it reads the old secret, then lasts until the whole
+    // write is done: the swap's events all come while it runs, and must lead to one more
+    // read. Driven by the write's steps, no timing.
     const dir = join(root, 'secret');
     await writeSecretAtomically(dir, toSecretFiles(config('one')));
     const observed = observedReads(new SecretDirectorySource(dir));
-    const { log } = await startWatching(observed.source, 0);
-    const readBeforeSwap = once(observed.reads, 'read');
+    const { watcher, log } = await startWatching(observed.source, 0);
     const written = gate();
     observed.holdReadOf('one', written.opened);
     await new AtomicSecretWriter(dir).write(toSecretFiles(config('two')), {
       onStep: async (step) => {
-        if (step === 'swap-data') expect(await readBeforeSwap).toEqual(['one']);
+        if (step !== 'swap-data') return;
+        const readBeforeSwap = once(observed.reads, 'read');
+        watcher.reread();
+        expect(await readBeforeSwap).toEqual(['one']);
       },
     });
     written.open();
+    expect((await log.nextChange()).config.password).toBe('two');
+  });
+
+  it("the kubelet's new timestamped folder starts no read: a kubelet write is read from its swap on", async () => {
+    // By difference with an event that counts: once the new folder is created and filled
+    // (just before the swap), a plain file appears beside it; the read that file causes
+    // must be the first since start (inotify reports the folder's events before it).
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('one')));
+    const observed = observedReads(new SecretDirectorySource(dir));
+    const { log } = await startWatching(observed.source, 0);
+    const reads: string[] = [];
+    observed.reads.on('read', (password: string) => reads.push(password));
+    await new AtomicSecretWriter(dir).write(toSecretFiles(config('two')), {
+      onStep: async (step) => {
+        if (step !== 'swap-data') return;
+        const witnessRead = once(observed.reads, 'read');
+        await writeFile(join(dir, 'witness'), 'an unrelated file');
+        await witnessRead;
+        expect(reads).toEqual(['one']);
+      },
+    });
     expect((await log.nextChange()).config.password).toBe('two');
   });
 
