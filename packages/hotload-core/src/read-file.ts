@@ -36,14 +36,19 @@ export async function readSourceText(
     if (stat.size > MAX_SOURCE_FILE_BYTES) {
       return { kind: 'error', error: tooLarge(source, shownAs, key) };
     }
-    // Read at most one byte past the limit: the size may have grown since fstat.
-    const buffer = Buffer.alloc(MAX_SOURCE_FILE_BYTES + 1);
+    // Sized by fstat, one byte over so that growth since then shows, and grown (up to one
+    // byte past the limit) if the file did grow. (A buffer of the limit's size for every
+    // file, zero-filled, made each read of a secret directory cost milliseconds.)
+    let buffer: Buffer = Buffer.alloc(stat.size + 1);
     let length = 0;
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
-      if (bytesRead === 0) break;
+      if (length === buffer.length) buffer = grown(buffer);
+      const wanted = buffer.length - length;
+      const { bytesRead } = await handle.read(buffer, length, wanted, null);
       length += bytesRead;
       if (length > MAX_SOURCE_FILE_BYTES) return { kind: 'error', error: tooLarge(source, shownAs, key) };
+      // A regular file's short read is its end: no extra read to see 0 bytes.
+      if (bytesRead === 0 || (bytesRead < wanted && stat.isFile())) break;
     }
     const bytes = buffer.subarray(0, length);
     if (bytes.includes(0)) {
@@ -76,6 +81,13 @@ export async function readSourceText(
   } finally {
     await handle?.close().catch(() => undefined);
   }
+}
+
+/** `full` copied into a buffer twice its size, at most one byte past the limit. */
+function grown(full: Buffer): Buffer {
+  const bigger = Buffer.alloc(Math.min(full.length * 2, MAX_SOURCE_FILE_BYTES + 1));
+  full.copy(bigger);
+  return bigger;
 }
 
 function tooLarge(source: string, file: string, key: string | undefined): SourceError {

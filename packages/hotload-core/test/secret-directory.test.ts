@@ -212,6 +212,14 @@ describe('SecretDirectorySource: errors name the file and the problem, never the
     expect([e.code, e.problem]).toEqual(['unreadable', 'larger than 1 MiB']);
   });
 
+  it('a file that keeps growing past what fstat said (/dev/zero: size 0, endless)', async () => {
+    // The read buffer is sized by fstat and must grow while data keeps coming, up to the limit.
+    await writeFiles(dir, valid);
+    await symlink('/dev/zero', join(dir, 'password'));
+    const e = await sourceError(read());
+    expect([e.code, e.problem, e.key]).toEqual(['unreadable', 'larger than 1 MiB', 'password']);
+  });
+
   it('a directory where a key file should be', async () => {
     await writeFiles(dir, valid);
     await mkdir(join(dir, 'password'));
