@@ -201,7 +201,9 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
       { source: this.description, baseDir: last, defaultFile: last, missingHint },
     );
     if (config instanceof SourceError) throw config;
-    return { config, changedAt: mtimeMs || Date.now(), atomic };
+    // Several directories are a combination of versions that two writers may be changing a
+    // moment apart: only a single one is a whole version (see SourceSnapshot.atomic).
+    return { config, changedAt: mtimeMs || Date.now(), atomic: atomic && this.directories.length === 1 };
   }
 }
 

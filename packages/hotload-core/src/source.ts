@@ -28,10 +28,11 @@ export interface SourceSnapshot {
   /** ms since epoch: the newest mtime among the files read. */
   readonly changedAt: number;
   /**
-   * True when the read is one whole published version by construction: every directory
-   * was read through a kubelet `..data` snapshot (a `SecretDirectorySource` on a
-   * Secret volume). The `SourceWatcher` emits such a read at once, even if file events came
-   * during it, where another read must first confirm it. Absent means false.
+   * True when the read is one whole published version by construction: one directory
+   * read through a kubelet `..data` snapshot (a `SecretDirectorySource` on a Secret
+   * volume; not merged directories, which two writers may change a moment apart). The
+   * `SourceWatcher` emits such a read at once, even if file events came during it, where
+   * another read must first confirm it. Absent means false.
    */
   readonly atomic?: boolean;
 }

@@ -53,7 +53,7 @@ async function startWatching(source: ConnectionSource, debounceMillis?: number) 
  * has read, and `holdReadOf(password, until)` keeps the next read of `password` from
  * returning before `until`.
  */
-function observedReads(inner: SecretDirectorySource) {
+function observedReads(inner: ConnectionSource & Required<Pick<ConnectionSource, 'readSnapshot'>>) {
   const reads = new EventEmitter();
   let hold: { password: string; until: Promise<void> } | undefined;
   const source: ConnectionSource = {
@@ -88,12 +88,15 @@ function gate(): { opened: Promise<void>; open: () => void } {
 }
 
 /**
- * Watches `dir` (debounce 0) and changes its password from `one` to `two` with `write`,
+ * Watches `inner` (debounce 0) and changes its password from `one` to `two` with `write`,
  * disturbing the read that sees `two`: `reread()` while it runs, as a file event would.
  * Resolves how many reads had seen `two` when the change was emitted.
  */
-async function readsOfTwoAtChange(dir: string, write: () => Promise<unknown>): Promise<number> {
-  const observed = observedReads(new SecretDirectorySource(dir));
+async function readsOfTwoAtChange(
+  inner: SecretDirectorySource | MergedDirectoriesSource,
+  write: () => Promise<unknown>,
+): Promise<number> {
+  const observed = observedReads(inner);
   const { watcher, log } = await startWatching(observed.source, 0);
   const disturbance = gate();
   observed.holdReadOf('two', disturbance.opened);
@@ -185,12 +188,27 @@ describe('SourceWatcher on a kubelet-style secret directory', () => {
     const kube = join(root, 'secret');
     await writeSecretAtomically(kube, toSecretFiles(config('one')));
     expect(
-      await readsOfTwoAtChange(kube, () => writeSecretAtomically(kube, toSecretFiles(config('two')))),
+      await readsOfTwoAtChange(new SecretDirectorySource(kube), () =>
+        writeSecretAtomically(kube, toSecretFiles(config('two'))),
+      ),
     ).toBe(1);
     // A plain directory may be half-way through an edit: its disturbed read is confirmed.
     const plain = join(root, 'plain');
     await writeFiles(plain, { host: 'db', user: 'app', dbname: 'app', password: 'one' });
-    expect(await readsOfTwoAtChange(plain, () => writeFile(join(plain, 'password'), 'two'))).toBe(2);
+    expect(
+      await readsOfTwoAtChange(new SecretDirectorySource(plain), () =>
+        writeFile(join(plain, 'password'), 'two'),
+      ),
+    ).toBe(2);
+    // So are merged kubelet volumes: two writers may be changing them a moment apart.
+    const [hostMount, secretMount] = [join(root, 'configmap'), join(root, 'secret-mount')];
+    await writeSecretAtomically(hostMount, { hostname: 'db', database: 'app' });
+    await writeSecretAtomically(secretMount, { username: 'app', password: 'one' });
+    expect(
+      await readsOfTwoAtChange(new MergedDirectoriesSource([hostMount, secretMount]), () =>
+        writeSecretAtomically(secretMount, { username: 'app', password: 'two' }),
+      ),
+    ).toBe(2);
   });
 
   it('emits nothing for a swap with identical content or whitespace-only differences', async () => {
