@@ -172,10 +172,10 @@ describe('waiters and transactions', () => {
       () => undefined,
       (error: Error) => error,
     );
-    const forceClosed = nextEvent<{ generation: number; clients: number }>(pool, 'forceClosed');
+    const forceClosed = nextEvent<{ generation: number; connections: number }>(pool, 'forceClosed');
     const drained = nextEvent(pool, 'drained');
     await pool.switchTo(configFor(cluster, { applicationName: 'after-force' }));
-    expect(await forceClosed).toMatchObject({ generation: 1, clients: 1 });
+    expect(await forceClosed).toMatchObject({ generation: 1, connections: 1 });
     const error = await inFlight;
     expect(error).toBeInstanceOf(ForceClosedError);
     expect(error?.message).toMatch(/generation 1 .*300 ms/);
