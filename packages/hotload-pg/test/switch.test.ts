@@ -185,6 +185,28 @@ describe('waiters and transactions', () => {
     expect((await pool.query('SHOW application_name')).rows[0].application_name).toBe('after-force');
     await pool.end();
   });
+
+  it('a force-closed client leaves no query running on the server (the cancel request stops it)', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword, { drainTimeoutMillis: 300 });
+    const client = await pool.connect();
+    // Far longer than the poll below: without a cancel the backend would still be sleeping.
+    const inFlight = client.query('SELECT pg_sleep(300)').catch((error: Error) => error);
+    const drained = nextEvent(pool, 'drained');
+    await pool.switchTo(configFor(cluster, { applicationName: 'after-cancel' }));
+    expect(await inFlight).toBeInstanceOf(ForceClosedError);
+    expect(await drained).toMatchObject({ generation: 1, forced: true });
+    const sleeping = async () =>
+      (await cluster.query("SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(300)'")).rows;
+    // A cancelled backend leaves pg_stat_activity a moment later: poll, bounded, then assert.
+    let left = await sleeping();
+    for (let i = 0; i < 100 && left.length > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      left = await sleeping();
+    }
+    expect(left).toEqual([]);
+    client.release();
+    await pool.end();
+  });
 });
 
 describe('database ahead of the secret', () => {

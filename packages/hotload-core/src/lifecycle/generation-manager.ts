@@ -101,11 +101,13 @@ export class GenerationManager<Generation, Client, Connection = Client>
       ...options.watcher,
       keepWatchingOnStartError: true,
     });
+    // Before the observers: an initial config is no switch to report (metrics read its
+    // generation when they attach). Building opens no connection, so nothing is left running.
+    if (options.initialConfig) this.#serveInitial(options.initialConfig);
     // Observers before start, so a throwing one (prom-client missing) leaves no watcher running.
     publishLifecycleDiagnostics(this);
     if (options.metrics) instrumentLifecycle(this, options.metrics === true ? {} : options.metrics);
     if (options.logger) logLifecycleEvents(this, options.logger);
-    if (options.initialConfig) this.#serveInitial(options.initialConfig);
     this.#started = this.#start();
     this.#started.catch(noop); // reported through ready(), whenServing() and 'sourceError'
   }
