@@ -5,7 +5,10 @@ import {
   GenerationManager,
   type HostPort,
   isCredentialFailure,
+  type LifecycleOptions,
   type ObservableLifecycle,
+  type ResolvedLifecycleOptions,
+  resolveLifecycleOptions,
   type SourceWatcher,
 } from 'hotload-core';
 import pg from 'pg';
@@ -97,7 +100,8 @@ export class Pool extends pg.Pool {
   readonly #name: string | undefined;
   /** Credential failures in a row on the serving generation: the growth pause backs off. */
   #credentialFailures = 0;
-  readonly #verifyRetry: { readonly initialMillis: number; readonly maxMillis: number };
+  /** The lifecycle's timings, defaults applied (the credential wait's backoff uses them). */
+  readonly #timings: ResolvedLifecycleOptions;
 
   /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
   constructor(config?: PoolConfig) {
@@ -107,16 +111,9 @@ export class Pool extends pg.Pool {
     super(pgConfig);
     this.#config = pgConfig;
     this.#name = hotload?.name;
-    this.#verifyRetry = {
-      initialMillis: hotload?.verifyRetryInitialMillis ?? 100,
-      maxMillis: hotload?.verifyRetryMaxMillis ?? 5_000,
-    };
     super.on('newListener' as 'error', this.#forwardOnDemand as never);
     this.#fixed = hotload?.source === undefined ? new PgOptionsSource(pgConfig) : undefined;
-    // The manager validates the options and runs the observers (metrics, logs,
-    // diagnostics) before it watches: a constructor that throws leaves nothing running.
-    // Its watcher never keeps the process alive (pg.Pool would not).
-    this.#manager = new GenerationManager(new PgPoolDriver(this.#driverOwner), {
+    const lifecycle: LifecycleOptions<pg.PoolClient> = {
       ...hotload,
       source: hotload?.source ?? this.#fixed!,
       name: hotload?.name ?? (this.#fixed ? STATIC_SOURCE_NAME : undefined),
@@ -124,7 +121,12 @@ export class Pool extends pg.Pool {
       ...(this.#fixed ? { initialConfig: this.#fixed.config } : {}),
       // The fixed config has nothing to watch or re-read.
       watcher: this.#fixed ? { watchMode: 'none', resyncIntervalMillis: 0 } : hotload?.watcher,
-    });
+    };
+    this.#timings = resolveLifecycleOptions(lifecycle as LifecycleOptions<never>);
+    // The manager runs the observers (metrics, logs, diagnostics) before it watches: a
+    // constructor that throws leaves nothing running. Its watcher never keeps the process
+    // alive (pg.Pool would not).
+    this.#manager = new GenerationManager(new PgPoolDriver(this.#driverOwner), lifecycle);
     for (const event of LIFECYCLE_EVENTS) {
       this.#manager.on(event, (payload: unknown) => void this.emit(event, payload));
     }
@@ -555,8 +557,10 @@ export class Pool extends pg.Pool {
 
   #pauseAfterCredentialFailure(generation: Generation): void {
     if (!generation.growthPaused) this.#credentialFailures++;
-    const { initialMillis, maxMillis } = this.#verifyRetry;
-    generation.pauseGrowth(backoffDelay(this.#credentialFailures, initialMillis, maxMillis));
+    const { verifyRetryInitialMillis, verifyRetryMaxMillis } = this.#timings;
+    generation.pauseGrowth(
+      backoffDelay(this.#credentialFailures, verifyRetryInitialMillis, verifyRetryMaxMillis),
+    );
   }
 
   /** Forwards a pg-pool event of one generation; 'error' always (pg-pool must not throw it unheard). */
