@@ -75,9 +75,19 @@ function load(pool: Pool, concurrency: number) {
 describe('password rotation', () => {
   it('rotates under concurrent load without a failed query; new connections use the new password', async () => {
     const { pool, events } = poolFor('app_a', 'pw_a_1', { max: 4 });
+    // Without a source, a login refused while the pool still grows fails as with pg.Pool
+    // (see 'database ahead of the secret'): each password changes only once the serving
+    // generation has all its connections (the load needs max of them).
+    const connected = new Set<pg.PoolClient>();
+    pool.on('connect', (client) => connected.add(client));
+    pool.on('remove', (client) => connected.delete(client));
+    const grown = async () => {
+      while (connected.size < 4) await nextEvent(pool, 'connect');
+    };
     const traffic = load(pool, 8);
     for (let round = 2; round <= 6; round++) {
       const password = `pw_a_${round}`;
+      await grown();
       await cluster.query(`ALTER ROLE app_a PASSWORD '${password}'`);
       const drained = nextEvent(pool, 'drained');
       const switched = await pool.switchTo(
