@@ -62,13 +62,11 @@ export class Generation {
 
   /**
    * @param id increasing generation number, used in events and errors
-   * @param fingerprint fingerprint of the source config, `undefined` when built from pg options
    * @param config options of the generation's `pg.Pool` (its `Client` option picks the client class)
    * @param hooks what the owning pool wants to hear about
    */
   constructor(
     readonly id: number,
-    readonly fingerprint: string | undefined,
     config: pg.PoolConfig,
     private readonly hooks: GenerationHooks,
   ) {

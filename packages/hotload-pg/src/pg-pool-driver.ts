@@ -32,12 +32,7 @@ export class PgPoolDriver implements GenerationDriver<Generation, pg.PoolClient,
   constructor(private readonly owner: PgPoolDriverOwner) {}
 
   build(config: ConnectionConfig, host: HostPort, id: number): Generation {
-    const generation = new Generation(
-      id,
-      config.fingerprint,
-      this.owner.poolOptions(config, host),
-      this.owner.hooks,
-    );
+    const generation = new Generation(id, this.owner.poolOptions(config, host), this.owner.hooks);
     this.owner.adopt(generation);
     return generation;
   }

@@ -70,7 +70,7 @@ const baseOptions = Symbol('hotload-pg.baseOptions');
  * A drop-in `pg.Pool` that follows a connection source.
  *
  * It serves from one *generation* (a real `pg.Pool` built from one config), and is a
- * driver of hotload-core's `GenerationManager` ({@link PgPoolDriver}): when the source
+ * driver of hotload-core's `GenerationManager` (`PgPoolDriver`): when the source
  * changes, the manager verifies a new generation with a real connection, new checkouts
  * move to it at once, and the old one drains: idle clients close immediately,
  * checked-out clients close when released, and whatever is still checked out after
