@@ -3,11 +3,14 @@
  * query, hold a connection, and hear the lifecycle's events under their common names.
  */
 import { EventEmitter } from 'node:events';
-import type { LifecycleEvents, SourceSpec } from 'hotload-core';
+import type { ConnectionSource, LifecycleEvents, SourceSpec } from 'hotload-core';
 import { HotloadGenericPool } from 'hotload-generic-pool';
 import { createHotloadKnex } from 'hotload-knex';
 import { Pool } from 'hotload-pg';
 import { createHotloadSql } from 'hotload-postgres-js';
+import knex from 'knex';
+import pg from 'pg';
+import postgres from 'postgres';
 import { pgClientFactory } from './pg-client-factory.js';
 
 type Row = Record<string, unknown>;
@@ -28,20 +31,25 @@ export interface Subject {
 
 /** What every subject is built from. */
 export interface SubjectOptions {
-  readonly source: SourceSpec;
+  readonly source: SourceSpec | ConnectionSource;
   readonly drainTimeoutMillis: number;
   readonly max: number;
 }
 
+/** Where and as whom the plain library connects. */
+export interface PlainConnection {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
+}
+
 export interface Driver {
   readonly name: string;
-  /**
-   * Whether a force-close also stops the query on the server (a cancel request). The pg
-   * drivers send one; postgres.js exposes no handle on its connections, so a query
-   * running at the deadline runs on until it ends (see hotload-postgres-js's README).
-   */
-  readonly cancelsOnForceClose: boolean;
   create(options: SubjectOptions): Promise<Subject>;
+  /** One query through the library itself, without hotload: the original a test compares with. */
+  plainQuery(connection: PlainConnection, sql: string): Promise<Row[]>;
 }
 
 const LIFECYCLE_EVENTS: ReadonlyArray<keyof LifecycleEvents> = [
@@ -66,7 +74,15 @@ function forward(from: { on(event: string, listener: (payload: unknown) => void)
 export const DRIVERS: readonly Driver[] = [
   {
     name: 'generic-pool + raw pg.Client',
-    cancelsOnForceClose: true,
+    async plainQuery(connection, sql) {
+      const client = new pg.Client(connection);
+      try {
+        await client.connect();
+        return (await client.query(sql)).rows;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    },
     async create(options) {
       const pool = await HotloadGenericPool.create({
         factory: pgClientFactory,
@@ -89,7 +105,14 @@ export const DRIVERS: readonly Driver[] = [
   },
   {
     name: 'postgres.js',
-    cancelsOnForceClose: false,
+    async plainQuery(connection, text) {
+      const sql = postgres({ ...connection, max: 1 });
+      try {
+        return [...(await sql.unsafe(text))];
+      } finally {
+        await sql.end();
+      }
+    },
     async create(options) {
       const sql = await createHotloadSql({ postgres: { max: options.max }, hotload: hotloadOf(options) });
       return {
@@ -108,7 +131,14 @@ export const DRIVERS: readonly Driver[] = [
   },
   {
     name: 'knex',
-    cancelsOnForceClose: true,
+    async plainQuery(connection, sql) {
+      const db = knex({ client: 'pg', connection, pool: { min: 0, max: 1 } });
+      try {
+        return (await db.raw(sql)).rows;
+      } finally {
+        await db.destroy();
+      }
+    },
     async create(options) {
       const db = await createHotloadKnex({
         hotload: hotloadOf(options),
@@ -130,7 +160,14 @@ export const DRIVERS: readonly Driver[] = [
   },
   {
     name: 'hotload-pg Pool',
-    cancelsOnForceClose: true,
+    async plainQuery(connection, sql) {
+      const pool = new pg.Pool(connection);
+      try {
+        return (await pool.query(sql)).rows;
+      } finally {
+        await pool.end();
+      }
+    },
     async create(options) {
       const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options) });
       // As with pg.Pool, idle clients whose server goes away report it here.

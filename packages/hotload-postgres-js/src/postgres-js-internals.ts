@@ -1,0 +1,94 @@
+/**
+ * Seeing a postgres.js query run, and running it again on another `postgres()` instance.
+ *
+ * postgres.js (3.x, src/query.js) has no public hooks for either. A `Query` keeps, as own
+ * properties: `handler` (the instance's dispatcher, called once when the query runs:
+ * queue it, or send it on a connection), `resolve` and `reject` (what a connection calls
+ * with the query's outcome, before its promise settles; replaced per step while a cursor
+ * is iterated) and `canceller`. Wrapping them observes a query that runs (a fragment
+ * nested in another query never does); re-pointing `handler`/`canceller` to another
+ * instance's (taken from a query made there and never run: postgres.js queries are lazy)
+ * and calling the handler sends the very same query there, with every modifier the holder
+ * applied (`.values()`, `.raw()`, `.simple()`, `.describe()`, `.forEach()`, ...). If these
+ * members vanish, {@link asQueryHandle} returns `undefined`: the query is neither tracked
+ * nor retried, and fails as postgres.js fails it.
+ */
+import type postgres from 'postgres';
+
+/** The members of a postgres.js `Query` used here (`cancel()` is public API). */
+interface QueryInternals {
+  handler: (query: QueryInternals) => void;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+  canceller: unknown;
+  cancel(): unknown;
+}
+
+/** One postgres.js query, seen through the members above. */
+export interface QueryHandle {
+  /** Calls `sent` each time the query is handed to an instance to run (after a {@link sendTo} too); one listener. */
+  onSent(sent: () => void): void;
+  /** Calls `settled` when postgres.js resolves or rejects the query. */
+  onSettled(settled: () => void): void;
+  /** Replaces how the query fails: `intercept` decides, given postgres.js's own `reject`. */
+  interceptFailure(intercept: (error: unknown, reject: (error: unknown) => void) => void): void;
+  /** Sends the query again, to `sql`'s instance. */
+  sendTo(sql: postgres.Sql): void;
+  /** postgres.js's `query.cancel()`: a cancel request while it runs on a connection. */
+  cancel(): void;
+}
+
+function hasQueryInternals(value: unknown): value is QueryInternals {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<QueryInternals>;
+  return (
+    Object.hasOwn(value, 'handler') &&
+    Object.hasOwn(value, 'resolve') &&
+    Object.hasOwn(value, 'reject') &&
+    typeof candidate.handler === 'function' &&
+    typeof candidate.cancel === 'function'
+  );
+}
+
+/** `value` as a {@link QueryHandle}, or `undefined` if it is not a postgres.js query. */
+export function asQueryHandle(value: unknown): QueryHandle | undefined {
+  if (!hasQueryInternals(value)) return undefined;
+  const query = value;
+  let sent = (): void => {};
+  const observed =
+    (handler: QueryInternals['handler']): QueryInternals['handler'] =>
+    (self) => {
+      sent();
+      handler(self);
+    };
+  query.handler = observed(query.handler);
+  return {
+    onSent(listener) {
+      sent = listener;
+    },
+    onSettled(settled) {
+      const { resolve, reject } = query;
+      query.resolve = (value) => {
+        settled();
+        resolve(value);
+      };
+      query.reject = (error) => {
+        settled();
+        reject(error);
+      };
+    },
+    interceptFailure(intercept) {
+      const reject = query.reject;
+      query.reject = (error) => intercept(error, reject);
+    },
+    sendTo(sql) {
+      const donor = sql.unsafe('') as unknown as QueryInternals;
+      query.handler = observed(donor.handler);
+      query.canceller = donor.canceller;
+      query.handler(query);
+    },
+    cancel() {
+      void Promise.resolve(query.cancel()).catch(() => {});
+    },
+  };
+}
