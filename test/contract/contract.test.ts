@@ -9,8 +9,11 @@ import { writeSecretAtomically } from 'hotload-core';
 import {
   APP_DATABASE,
   type AppUser,
+  FaultProxy,
   newPassword,
   nextEvent,
+  SecretDirectory,
+  type ServerAddress,
   sessionsOfAfterExit,
   setPassword,
   startCluster,
@@ -167,7 +170,10 @@ describe('contract: every driver follows the source', () => {
         (e) => e.generation === fromGeneration,
       );
       await forceClosed;
-      await expect(sleeping).rejects.toThrow();
+      await expect(sleeping).rejects.toMatchObject({
+        name: 'ForceClosedError',
+        code: 'HOTLOAD_FORCE_CLOSED',
+      });
       await held.release();
       await drained;
       expect(await sessionUser(s)).toBe('app_b');
@@ -241,3 +247,52 @@ describe.each(DRIVERS)(
     });
   },
 );
+
+describe('contract: a connect fails as the library fails it once no new secret comes', () => {
+  const { clusters } = useAppDatabases();
+
+  describe.each(DRIVERS)('$name', (driver) => {
+    /** The error of one query as `app_a` with `password` on `server`: the plain library, then the driver. */
+    async function firstQueryErrors(
+      server: ServerAddress,
+      password: string,
+      credentialWaitMillis: number,
+    ): Promise<{ plain: unknown; hotload: unknown }> {
+      const plain = await driver
+        .plainQuery(
+          { host: server.host, port: server.port, user: 'app_a', password, database: APP_DATABASE },
+          'SELECT 1',
+        )
+        .catch((error: unknown) => error);
+      const secret = new SecretDirectory();
+      await secret.write(server, 'app_a', password);
+      const subject = await driver.create({
+        source: { secretDirectory: secret.path },
+        drainTimeoutMillis: 1_000,
+        max: 2,
+        credentialWaitMillis,
+      });
+      try {
+        return { plain, hotload: await subject.query('SELECT 1').catch((error: unknown) => error) };
+      } finally {
+        await subject.end();
+        secret.remove();
+      }
+    }
+
+    it("fails a login refused for its credentials once credentialWaitMillis ran out, with the library's error", async () => {
+      const { plain, hotload } = await firstQueryErrors(clusters[0]!, 'not-the-password', 200);
+      expect(plain).toMatchObject({ code: '28P01' });
+      expect(hotload).toMatchObject({ code: '28P01', message: (plain as Error).message });
+    });
+
+    it('fails any other connect failure at once, whatever credentialWaitMillis is', async () => {
+      // A port nobody listens on. A wait this long would outlast the test's timeout.
+      const proxy = await FaultProxy.start({ host: clusters[0]!.host, port: clusters[0]!.port });
+      await proxy.close();
+      const { plain, hotload } = await firstQueryErrors(proxy, 'not-the-password', 600_000);
+      expect(plain).toMatchObject({ code: 'ECONNREFUSED' });
+      expect(hotload).toMatchObject({ code: 'ECONNREFUSED', message: (plain as Error).message });
+    });
+  });
+});

@@ -34,6 +34,8 @@ export interface SubjectOptions {
   readonly source: SourceSpec | ConnectionSource;
   readonly drainTimeoutMillis: number;
   readonly max: number;
+  /** The lifecycle's default unless given. */
+  readonly credentialWaitMillis?: number;
 }
 
 /** Where and as whom the plain library connects. */
@@ -60,8 +62,14 @@ const LIFECYCLE_EVENTS: ReadonlyArray<keyof LifecycleEvents> = [
   'sourceError',
 ];
 
-function hotloadOf({ source, drainTimeoutMillis }: SubjectOptions) {
-  return { source, drainTimeoutMillis, verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 200 };
+function hotloadOf({ source, drainTimeoutMillis, credentialWaitMillis }: SubjectOptions) {
+  return {
+    source,
+    drainTimeoutMillis,
+    verifyRetryInitialMillis: 20,
+    verifyRetryMaxMillis: 200,
+    ...(credentialWaitMillis === undefined ? {} : { credentialWaitMillis }),
+  };
 }
 
 /** Re-emits an emitter's lifecycle events on a plain EventEmitter (names are already the lifecycle's). */
