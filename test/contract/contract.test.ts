@@ -116,9 +116,7 @@ describe('contract: every driver follows the source', () => {
 
     it('waits for the new secret when the password changed in the database first, where the library fails', async () => {
       const source = new RereadHookSource({ secretDirectory: secret.path });
-      // A short drain: postgres.js ends a reserved connection given back while its instance
-      // ends only at the deadline (see hotload-postgres-js's README).
-      const s = await create(2_000, source);
+      const s = await create(30_000, source);
       // One connection in use: the query below has to log in on a new one.
       const held = await s.hold();
       await held.query('SELECT 1');
@@ -152,6 +150,29 @@ describe('contract: every driver follows the source', () => {
       await switched;
       const rows = await s.query('SELECT inet_server_port() AS port');
       expect(Number(rows[0]?.port)).toBe(clusters[1]!.port);
+    });
+
+    it('closes a connection held across a switch as soon as it is given back', async () => {
+      // The deadline is far off: only the release can end the drain.
+      const s = await create(600_000);
+      const held = await s.hold();
+      await held.query('SELECT 1');
+      const forced: unknown[] = [];
+      s.events.on('forceClosed', (e) => forced.push(e));
+      const switched = nextEvent<{ fromGeneration: number }>(s.events, 'switch');
+      await publish(0, 'app_b');
+      const { fromGeneration } = await switched;
+      const drained = nextEvent<{ generation: number; forced: boolean }>(
+        s.events,
+        'drained',
+        (e) => e.generation === fromGeneration,
+      );
+      // Still serving its holder on the old user after the switch.
+      expect((await held.query('SELECT session_user AS u'))[0]?.u).toBe('app_a');
+      await held.release();
+      expect((await drained).forced).toBe(false);
+      expect(forced).toEqual([]);
+      expect(await sessionsOfAfterExit(clusters[0]!, 'app_a')).toBe(0);
     });
 
     it('force-closes what is still in use after the drain timeout', async () => {

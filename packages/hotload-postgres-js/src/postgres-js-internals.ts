@@ -92,3 +92,17 @@ export function asQueryHandle(value: unknown): QueryHandle | undefined {
     },
   };
 }
+
+/**
+ * Ends the connection of a reserved `sql` just given back to an instance that is ending.
+ *
+ * postgres.js's `end()` ends a reserved connection only at its next ReadyForQuery (or at
+ * the `end` timeout): given back while idle, it would stay open, logged in, until the
+ * drain deadline. A reserved `sql` still sends on its own connection after `release()`
+ * (its handler holds the connection, not the instance), so one empty statement brings
+ * that ReadyForQuery, and postgres.js terminates the connection there. If that changes,
+ * the connection closes at the deadline as before.
+ */
+export function endReleasedConnection(reserved: postgres.ReservedSql): void {
+  reserved.unsafe('').catch(() => {});
+}

@@ -1,5 +1,7 @@
+import type postgres from 'postgres';
 import { followQuery, type NextGeneration } from './followed-query.js';
 import type { PostgresGeneration } from './postgres-js-driver.js';
+import { endReleasedConnection } from './postgres-js-internals.js';
 
 /** Members of a reserved or transaction `sql` that return a postgres.js query. */
 const RETURNS_QUERY = new Set<string | symbol>(['unsafe', 'file']);
@@ -23,6 +25,14 @@ export function scopedSql<S extends object>(sql: S, generation: PostgresGenerati
     get: (target, property) => {
       const value: unknown = Reflect.get(target, property);
       if (typeof value !== 'function') return value;
+      if (property === 'release') {
+        return () => {
+          (value as () => void).call(target);
+          // Given back while its generation drains: close it now, not at the deadline.
+          if (generation.ending !== undefined)
+            endReleasedConnection(target as unknown as postgres.ReservedSql);
+        };
+      }
       if (property === 'savepoint') {
         return (...args: unknown[]) => Reflect.apply(value, target, withScopedCallbacks(args, generation));
       }
