@@ -1,27 +1,29 @@
 /**
- * Seeing a postgres.js query run, and running it again on another `postgres()` instance.
+ * Seeing a postgres.js query run, cancelling it, and running it again on another
+ * `postgres()` instance.
  *
- * postgres.js (3.x, src/query.js) has no public hooks for either. A `Query` keeps, as own
+ * postgres.js (3.x, src/query.js) has no public hooks for these. A `Query` keeps, as own
  * properties: `handler` (the instance's dispatcher, called once when the query runs:
  * queue it, or send it on a connection), `resolve` and `reject` (what a connection calls
  * with the query's outcome, before its promise settles; replaced per step while a cursor
- * is iterated) and `canceller`. Wrapping them observes a query that runs (a fragment
- * nested in another query never does); re-pointing `handler`/`canceller` to another
- * instance's (taken from a query made there and never run: postgres.js queries are lazy)
- * and calling the handler sends the very same query there, with every modifier the holder
- * applied (`.values()`, `.raw()`, `.simple()`, `.describe()`, `.forEach()`, ...). If these
- * members vanish, {@link asQueryHandle} returns `undefined`: the query is neither tracked
- * nor retried, and fails as postgres.js fails it.
+ * is iterated) and `canceller` (the instance's cancel, which `query.cancel()` calls).
+ * Wrapping them observes a query that runs (a fragment nested in another query never
+ * does); re-pointing `handler`/`canceller` to another instance's (taken from a query made
+ * there and never run: postgres.js queries are lazy) and calling the handler sends the
+ * very same query there, with every modifier the holder applied (`.values()`, `.raw()`,
+ * `.simple()`, `.describe()`, `.forEach()`, ...). If these members vanish,
+ * {@link asQueryHandle} returns `undefined`: the query is neither tracked, cancelled nor
+ * retried, and fails as postgres.js fails it.
  */
 import type postgres from 'postgres';
 
-/** The members of a postgres.js `Query` used here (`cancel()` is public API). */
+/** The members of a postgres.js `Query` used here. */
 interface QueryInternals {
   handler: (query: QueryInternals) => void;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
-  canceller: unknown;
-  cancel(): unknown;
+  /** The instance's cancel, as `query.cancel()` calls it (once), returning its promise. */
+  canceller: ((query: QueryInternals) => Promise<void>) | null;
 }
 
 /** One postgres.js query, seen through the members above. */
@@ -34,7 +36,12 @@ export interface QueryHandle {
   interceptFailure(intercept: (error: unknown, reject: (error: unknown) => void) => void): void;
   /** Sends the query again, to `sql`'s instance. */
   sendTo(sql: postgres.Sql): void;
-  /** postgres.js's `query.cancel()`: a cancel request while it runs on a connection. */
+  /**
+   * What postgres.js's `query.cancel()` does (a cancel request while it runs on a
+   * connection, or its removal from the queue), except that a cancel request that cannot
+   * be delivered is ignored: `query.cancel()` drops that promise, whose rejection would be
+   * unhandled.
+   */
   cancel(): void;
 }
 
@@ -46,7 +53,7 @@ function hasQueryInternals(value: unknown): value is QueryInternals {
     Object.hasOwn(value, 'resolve') &&
     Object.hasOwn(value, 'reject') &&
     typeof candidate.handler === 'function' &&
-    typeof candidate.cancel === 'function'
+    Object.hasOwn(value, 'canceller')
   );
 }
 
@@ -88,7 +95,10 @@ export function asQueryHandle(value: unknown): QueryHandle | undefined {
       query.handler(query);
     },
     cancel() {
-      void Promise.resolve(query.cancel()).catch(() => {});
+      const canceller = query.canceller;
+      if (typeof canceller !== 'function') return;
+      query.canceller = null;
+      canceller(query).catch(() => {});
     },
   };
 }
