@@ -1,4 +1,5 @@
 import { isCredentialFailure } from 'hotload-core';
+import { followStateOf } from './follow-state.js';
 import type { PostgresGeneration } from './postgres-js-driver.js';
 import { asQueryHandle, type QueryHandle } from './postgres-js-internals.js';
 
@@ -18,7 +19,7 @@ export function isRefusedLogin(error: unknown): error is Error {
  * Follows one postgres.js query handed out on `generation` (a value that is not a query,
  * like a helper fragment, is left alone):
  *
- * - while it runs it is in its generation's `inFlight`, so a force-close can cancel it
+ * - while it runs it is in its generation's `running` queries, so a force-close can cancel it
  *   on the server (a fragment nested in another query never runs, so is never kept);
  * - once its generation was force-closed, it fails with that `ForceClosedError`;
  * - a login refused for its credentials (the password changed in the database a moment
@@ -30,15 +31,16 @@ export function followQuery(value: unknown, generation: PostgresGeneration, next
   const query = asQueryHandle(value);
   if (query === undefined) return;
   let on = generation;
-  let inFlight: Set<QueryHandle> | undefined;
+  let running: Set<QueryHandle> | undefined;
   query.onSent(() => {
-    inFlight?.delete(query);
-    inFlight = on.inFlight;
-    inFlight.add(query);
+    running?.delete(query);
+    running = followStateOf(on).running;
+    running.add(query);
   });
-  query.onSettled(() => inFlight?.delete(query));
+  query.onSettled(() => running?.delete(query));
   query.interceptFailure((error, reject) => {
-    if (on.forceClosed !== undefined) return reject(on.forceClosed);
+    const { forceClosed } = followStateOf(on);
+    if (forceClosed !== undefined) return reject(forceClosed);
     if (!isRefusedLogin(error)) return reject(error);
     next(on, error).then(
       (serving) => {

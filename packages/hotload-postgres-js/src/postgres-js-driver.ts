@@ -6,7 +6,7 @@ import type {
   VerifySession,
 } from 'hotload-core';
 import postgres from 'postgres';
-import type { QueryHandle } from './postgres-js-internals.js';
+import { followStateOf } from './follow-state.js';
 import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
 
 /** One generation: one `postgres()` instance. */
@@ -15,10 +15,6 @@ export interface PostgresGeneration {
   readonly sql: postgres.Sql;
   /** Set once its drain (`sql.end({ timeout })`) started. */
   ending: Promise<void> | undefined;
-  /** Queries handed out through hotload's `sql` (and its reserved and transaction `sql`s) now running. */
-  readonly inFlight: Set<QueryHandle>;
-  /** Set at the drain deadline: what still fails on this generation fails with it. */
-  forceClosed: ForceClosedError | undefined;
 }
 
 /**
@@ -44,7 +40,7 @@ export class PostgresJsDriver
   build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
     const sql = postgres(toPostgresOptions(this.options, config, host));
     carryTypeHandlers(this.#serving?.sql, sql);
-    return { id, sql, ending: undefined, inFlight: new Set(), forceClosed: undefined };
+    return { id, sql, ending: undefined };
   }
 
   async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
@@ -74,10 +70,11 @@ export class PostgresJsDriver
    * terminates its connections at the same deadline: the manager's timer was set first,
    * so the cancel goes out while the queries are still on their connections).
    */
-  forceClose(generation: PostgresGeneration, _all: PostgresGeneration, error: ForceClosedError): void {
-    generation.forceClosed = error;
-    for (const query of generation.inFlight) query.cancel();
-    generation.inFlight.clear();
+  forceClose(generation: PostgresGeneration, _connection: PostgresGeneration, error: ForceClosedError): void {
+    const state = followStateOf(generation);
+    state.forceClosed = error;
+    for (const query of state.running) query.cancel();
+    state.running.clear();
   }
 
   async discard(candidate: PostgresGeneration): Promise<void> {
