@@ -95,6 +95,23 @@ describe('contract: every driver follows the source', () => {
       expect(load.succeeded).toBeGreaterThan(0);
     });
 
+    it('serves the first query after a switch on the connection that verified it (one handshake)', async () => {
+      const verified: number[] = [];
+      subject = await driver.create({
+        source: { secretDirectory: secret.path },
+        drainTimeoutMillis: 30_000,
+        max: 1,
+        onVerified: (pid) => verified.push(pid),
+      });
+      const s = subject;
+      await s.query('SELECT 1');
+      const switched = nextEvent(s.events, 'switch');
+      await publish(0, 'app_b');
+      await switched;
+      const rows = await s.query('SELECT pg_backend_pid() AS pid, session_user AS u');
+      expect({ pid: Number(rows[0]?.pid), user: rows[0]?.u }).toEqual({ pid: verified[0], user: 'app_b' });
+    });
+
     it('keeps a bad secret out: verifyFailed (no password in it), the old user keeps serving', async () => {
       const s = await create();
       const wrong = newPassword();

@@ -36,7 +36,16 @@ export interface SubjectOptions {
   readonly max: number;
   /** The lifecycle's default unless given. */
   readonly credentialWaitMillis?: number;
+  /** Told the backend process id of each verify connection (through the `prepare` hook). */
+  readonly onVerified?: (backendPid: number) => void;
 }
+
+/** One statement on the driver's verify client, as its `prepare` hook gets it. */
+type RunOnClient<Client> = (client: Client, sql: string) => Promise<Row[]>;
+
+/** pg-style clients (`pg.Client`, Knex's raw connection): `query(sql)` resolves `{ rows }`. */
+const pgStyle: RunOnClient<{ query(sql: string): Promise<{ rows: Row[] }> }> = async (client, sql) =>
+  (await client.query(sql)).rows;
 
 /** Where and as whom the plain library connects. */
 export interface PlainConnection {
@@ -62,13 +71,20 @@ const LIFECYCLE_EVENTS: ReadonlyArray<keyof LifecycleEvents> = [
   'sourceError',
 ];
 
-function hotloadOf({ source, drainTimeoutMillis, credentialWaitMillis }: SubjectOptions) {
+function hotloadOf<Client>(options: SubjectOptions, run: RunOnClient<Client>) {
+  const { source, drainTimeoutMillis, credentialWaitMillis, onVerified } = options;
   return {
     source,
     drainTimeoutMillis,
     verifyRetryInitialMillis: 20,
     verifyRetryMaxMillis: 200,
     ...(credentialWaitMillis === undefined ? {} : { credentialWaitMillis }),
+    ...(onVerified === undefined
+      ? {}
+      : {
+          prepare: async (client: Client) =>
+            onVerified(Number((await run(client, 'SELECT pg_backend_pid() AS pid'))[0]?.pid)),
+        }),
   };
 }
 
@@ -95,7 +111,7 @@ export const DRIVERS: readonly Driver[] = [
       const pool = await HotloadGenericPool.create({
         factory: pgClientFactory,
         pool: { max: options.max },
-        hotload: hotloadOf(options),
+        hotload: hotloadOf(options, pgStyle),
       });
       return {
         events: forward(pool.hotload),
@@ -122,7 +138,12 @@ export const DRIVERS: readonly Driver[] = [
       }
     },
     async create(options) {
-      const sql = await createHotloadSql({ postgres: { max: options.max }, hotload: hotloadOf(options) });
+      const sql = await createHotloadSql({
+        postgres: { max: options.max },
+        hotload: hotloadOf<postgres.ReservedSql>(options, async (reserved, text) => [
+          ...(await reserved.unsafe(text)),
+        ]),
+      });
       return {
         events: forward(sql.hotload),
         query: async (text) => [...(await sql.unsafe(text))],
@@ -149,7 +170,7 @@ export const DRIVERS: readonly Driver[] = [
     },
     async create(options) {
       const db = await createHotloadKnex({
-        hotload: hotloadOf(options),
+        hotload: hotloadOf(options, pgStyle),
         pool: { min: 0, max: options.max },
       });
       return {
@@ -177,7 +198,7 @@ export const DRIVERS: readonly Driver[] = [
       }
     },
     async create(options) {
-      const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options) });
+      const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options, pgStyle) });
       // As with pg.Pool, idle clients whose server goes away report it here.
       pool.on('error', () => {});
       return {
