@@ -106,7 +106,12 @@ export class HotloadPgClient extends ClientPg {
   private openRawConnection(generation: KnexGeneration): Promise<PgRawConnection> {
     // Knex reads the settings synchronously, before its first await: no other call interleaves.
     this.connectionSettings = generation.settings;
-    return super.acquireRawConnection() as Promise<PgRawConnection>;
+    try {
+      return super.acquireRawConnection() as Promise<PgRawConnection>;
+    } finally {
+      // What Knex reads later (`client.database()`) is the serving config, never a candidate's.
+      this.connectionSettings = (this.hotload.current ?? generation).settings;
+    }
   }
 
   override async destroyRawConnection(connection: unknown): Promise<void> {
