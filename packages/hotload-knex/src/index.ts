@@ -11,7 +11,15 @@ export type {
   SwitchEvent,
   VerifyFailedEvent,
 } from './events.js';
-export { type HotloadKnexConfig, type HotloadKnexLifecycle, HotloadPgClient } from './hotload-pg-client.js';
+export {
+  type HotloadKnexClient,
+  type HotloadKnexConfig,
+  type HotloadKnexLifecycle,
+  HotloadPgClient,
+  type HotloadPgClientClass,
+  type KnexClientClass,
+  withHotload,
+} from './hotload-pg-client.js';
 export type { PgProbeClient } from './knex-driver.js';
 export type { KnexDefaultRecord } from './knex-typing.js';
 export type { HotloadKnexOptions } from './options.js';
