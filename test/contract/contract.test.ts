@@ -12,6 +12,7 @@ import {
   FaultProxy,
   newPassword,
   nextEvent,
+  RereadHookSource,
   SecretDirectory,
   type ServerAddress,
   sessionsOfAfterExit,
@@ -21,7 +22,6 @@ import {
   WorkerLoad,
 } from 'hotload-test-support';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RereadHookSource } from './reread-hook-source.js';
 import { DRIVERS, type Subject, type SubjectOptions } from './subjects.js';
 
 const WORKERS = 4;
