@@ -2,9 +2,9 @@
  * Switch latency per driver, under load: 8 workers query back to back while the login
  * user switches (the server learns the new user's password first, then the secret is
  * swapped atomically, as the kubelet does it). Measured from the end of the swap to the
- * first query answered as the new user. Every driver runs on hotload-core's one
- * lifecycle except hotload-pg's Pool (still its own copy), so their figures should
- * match. One JSON line per driver; failed queries are counted (expected 0).
+ * first query answered as the new user. Every driver, hotload-pg's Pool included, runs
+ * on hotload-core's one lifecycle (`GenerationManager`), so their figures should match.
+ * One JSON line per driver; failed queries are counted (expected 0).
  *
  * Beside each figure, the floor under the same load (`floor_p50_ms`): a new connection's
  * TCP + SCRAM handshake plus `SELECT 1`, which every switch has to pay once to verify the

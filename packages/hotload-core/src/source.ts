@@ -1,7 +1,7 @@
 import type { ConnectionConfig } from './config.js';
 
-/** The kinds of connection source hotload-core knows. */
-export type SourceKind = 'secret-directory' | 'dsn-file' | 'merged-directories' | 'libpq-env';
+/** The kinds of connection source hotload-core knows (`static`: a fixed config given in code, e.g. hotload-pg's pg options). */
+export type SourceKind = 'secret-directory' | 'dsn-file' | 'merged-directories' | 'libpq-env' | 'static';
 
 /**
  * Something that yields a {@link ConnectionConfig}. Sources are cheap, stateless readers:

@@ -9,14 +9,6 @@ export type CheckoutCallback = (
   release: (err?: Error | boolean) => void,
 ) => void;
 
-/** How a generation's close went. */
-export interface GenerationClosed {
-  /** From the start of the close to its last client gone. */
-  readonly closeMillis: number;
-  /** Clients closed under their holders after the drain timeout (0 if none). */
-  readonly forceClosed: number;
-}
-
 const noop = (): void => {};
 
 type PgRelease = (err?: Error | boolean) => void;
@@ -65,18 +57,16 @@ export class Generation {
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
-  #closing: Promise<GenerationClosed> | undefined;
+  #closing: Promise<void> | undefined;
   #forceClosedError: ForceClosedError | undefined;
 
   /**
    * @param id increasing generation number, used in events and errors
-   * @param fingerprint fingerprint of the source config, `undefined` when built from pg options
    * @param config options of the generation's `pg.Pool` (its `Client` option picks the client class)
    * @param hooks what the owning pool wants to hear about
    */
   constructor(
     readonly id: number,
-    readonly fingerprint: string | undefined,
     config: pg.PoolConfig,
     private readonly hooks: GenerationHooks,
   ) {
@@ -122,7 +112,7 @@ export class Generation {
     return this.#limit < this.max;
   }
 
-  /** True once {@link close} has finished. */
+  /** True once {@link drain} has finished. */
   closed = false;
 
   /**
@@ -166,7 +156,7 @@ export class Generation {
       }
       released = true;
       if (err instanceof Error) this.hooks.onError?.(this, err);
-      // A force-closed client goes back to pg-pool from forceCloseAll, once its socket is gone.
+      // A force-closed client goes back to pg-pool from forceClose, once its socket is gone.
       if (!isForceClosed(client)) this.#giveBack(client, pgRelease, err);
     };
   }
@@ -199,30 +189,51 @@ export class Generation {
   }
 
   /**
-   * Closes the generation: idle clients at once, checked-out ones when released
-   * (pg-pool's own `end()`), resolving when the last one is gone. With
-   * `drainTimeoutMillis`, whatever is still checked out by then is force-closed with a
-   * {@link ForceClosedError} and `onForceClosed` is told how many. Idempotent.
+   * Drains the generation: idle clients close at once, checked-out ones when released
+   * (pg-pool's own `end()`); resolves when the last socket is gone. Idempotent. The drain
+   * deadline is the lifecycle manager's: it force-closes what {@link inUse} lists.
    */
-  close(drainTimeoutMillis?: number, onForceClosed?: (clients: number) => void): Promise<GenerationClosed> {
-    this.#closing ??= this.#close(drainTimeoutMillis, onForceClosed);
+  drain(): Promise<void> {
+    this.#closing ??= this.#close();
     return this.#closing;
   }
 
-  async #close(
-    drainTimeoutMillis: number | undefined,
-    onForceClosed: ((clients: number) => void) | undefined,
-  ): Promise<GenerationClosed> {
-    const started = performance.now();
-    let forceClosed = 0;
-    const timer =
-      drainTimeoutMillis === undefined
-        ? undefined
-        : setTimeout(() => {
-            forceClosed = this.#forceCloseAll(drainTimeoutMillis);
-            onForceClosed?.(forceClosed);
-          }, drainTimeoutMillis);
-    timer?.unref(); // the clients it waits for keep the process alive, not the timer
+  /** Closes a candidate that never served, at once: checked-out and connecting clients included. */
+  discard(): Promise<void> {
+    const error = new ForceClosedError(this.id, 0);
+    for (const client of this.inUse()) this.forceClose(client, error);
+    return this.drain();
+  }
+
+  /** Clients checked out, and clients still connecting (pg-pool lists them before 'connect'). */
+  inUse(): pg.PoolClient[] {
+    const clients: pg.PoolClient[] = [];
+    for (const client of this.#clients) if (client[pgReleaseOf] !== undefined) clients.push(client);
+    for (const client of (this.pool as unknown as { _clients: TrackedClient[] })._clients) {
+      if (!this.#clients.has(client)) clients.push(client);
+    }
+    return clients;
+  }
+
+  /**
+   * Closes one client of {@link inUse} under its holder: what the holder does next fails
+   * with `error`, and the server is asked to cancel its query. A client still connecting
+   * has its socket destroyed (a handshake the server never answers would otherwise hold
+   * the drain forever). Clients that connect from now on are refused with `error`.
+   */
+  forceClose(client: pg.PoolClient, error: ForceClosedError): void {
+    this.#forceClosedError ??= error;
+    const tracked = client as TrackedClient;
+    if (!this.#clients.has(tracked)) {
+      tracked.connection.stream.destroy(error);
+      return;
+    }
+    const pgRelease = tracked[pgReleaseOf];
+    if (pgRelease === undefined || isForceClosed(tracked)) return; // given back meanwhile
+    forceCloseClient(tracked, error, () => this.#giveBack(tracked, pgRelease, error));
+  }
+
+  async #close(): Promise<void> {
     // pg-pool serves a checkout that found an idle client on the next tick; ending the
     // pool before that tick would strand it. setImmediate runs after those ticks.
     await new Promise((resolve) => setImmediate(resolve));
@@ -231,27 +242,7 @@ export class Generation {
     // pg-pool's end() resolves once its clients are *asked* to end; a generation is closed
     // when their sockets are, so nothing of it outlives the pool's end().
     if (this.#clients.size > 0) await new Promise<void>((resolve) => (this.#lastRemoved = resolve));
-    clearTimeout(timer);
     this.closed = true;
     this.hooks.onClosed(this);
-    return { closeMillis: performance.now() - started, forceClosed };
-  }
-
-  #forceCloseAll(drainTimeoutMillis: number): number {
-    const error = new ForceClosedError(this.id, drainTimeoutMillis);
-    this.#forceClosedError = error;
-    let count = 0;
-    for (const client of [...this.#clients]) {
-      const pgRelease = client[pgReleaseOf];
-      if (pgRelease === undefined) continue; // idle
-      count++;
-      forceCloseClient(client, error, () => this.#giveBack(client, pgRelease, error));
-    }
-    // Clients still connecting (pg-pool lists them, 'connect' has not come yet): a handshake
-    // the server never answers would otherwise hold pool.end(), and so this close, forever.
-    for (const client of (this.pool as unknown as { _clients: TrackedClient[] })._clients) {
-      if (!this.#clients.has(client)) client.connection.stream.destroy(error);
-    }
-    return count;
   }
 }

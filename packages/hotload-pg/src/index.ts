@@ -18,11 +18,11 @@ export type { HotloadOptions, PoolConfig } from './options.js';
 import { createPgModule } from './pg-module.js';
 
 export { createPgModule, type PgModule } from './pg-module.js';
+export { STATIC_SOURCE_NAME } from './pg-options-source.js';
 export { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
 export { Pool } from './pool.js';
 export { logPoolEvents } from './pool-logging.js';
 export { type InstrumentPoolOptions, instrumentPool } from './pool-metrics.js';
-export { poolSourceName, STATIC_SOURCE_NAME } from './pool-source-name.js';
 export type { SourceFollowingClientClass } from './source-following-client.js';
 export { type HotloadTypeOrmOptions, hotloadTypeOrmOptions } from './typeorm-options.js';
 

@@ -33,17 +33,6 @@ export interface HostPort {
   readonly port: number;
 }
 
-/** What `target_session_attrs` asks of the chosen host: hotload-pg checks `read-write` (and `primary`). */
-export function requiresWritable(settings: ConnectionSettings): boolean {
-  const attrs = settings.params.target_session_attrs;
-  return attrs === 'read-write' || attrs === 'primary';
-}
-
-/** True when host selection applies: a host list of two or more entries. */
-export function isMultiHost(settings: ConnectionSettings): boolean {
-  return (settings.hosts?.length ?? 0) > 1;
-}
-
 /**
  * Builds the options of one generation's `pg.Pool`: the user's pool options (size,
  * timeouts, types, ...) with every connection field taken from the source.

@@ -1,36 +1,30 @@
 import {
+  backoffDelay,
+  type ConnectionConfig,
   type ConnectionCounts,
-  createSource,
+  GenerationManager,
+  type HostPort,
+  isCredentialFailure,
+  type LifecycleOptions,
+  type ObservableLifecycle,
+  type ResolvedLifecycleOptions,
+  resolveLifecycleOptions,
   type SourceWatcher,
-  SourceWatcher as Watcher,
 } from 'hotload-core';
 import pg from 'pg';
-import { backoffDelay } from './backoff.js';
 import {
   FORWARDED_EVENTS,
   type ForwardedEvent,
+  LIFECYCLE_EVENTS,
   type PgPoolEvent,
   type PgPoolListener,
   type PoolEvents,
 } from './events.js';
-import { type CheckoutCallback, Generation, type GenerationHooks } from './generation.js';
-import { GenerationSwitch, type SwitchTarget, type VerifiedSwitch } from './generation-switch.js';
-import {
-  type HotloadOptions,
-  type PoolConfig,
-  type ResolvedSwitchOptions,
-  resolveSwitchOptions,
-} from './options.js';
-import {
-  type ConnectionSettings,
-  type HostPort,
-  isMultiHost,
-  requiresWritable,
-  toPgPoolConfig,
-} from './pg-pool-config.js';
-import { publishPoolDiagnostics } from './pool-diagnostics.js';
-import { logPoolEvents } from './pool-logging.js';
-import { instrumentPool } from './pool-metrics.js';
+import type { CheckoutCallback, Generation, GenerationHooks } from './generation.js';
+import type { PoolConfig } from './options.js';
+import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
+import { toPgPoolConfig } from './pg-pool-config.js';
+import { PgPoolDriver } from './pg-pool-driver.js';
 import { type NodeCallback, promisify } from './promisify.js';
 
 /**
@@ -50,8 +44,8 @@ interface Waiter {
    * connection for it, so its timeout is pg's connection timeout, not the queue's.
    */
   readonly connecting: boolean;
-  /** Fails it with the refused login's error once `credentialWaitMillis` ran out. */
-  credentialTimer: NodeJS.Timeout | undefined;
+  /** Waiting (bounded by `credentialWaitMillis`) for the new secret after a refused login. */
+  awaitingCredentials: boolean;
 }
 
 /** pg-pool's error for a checkout not served within `connectionTimeoutMillis`. */
@@ -66,16 +60,20 @@ const noop = (): void => {};
 /** The release function a checkout callback receives. */
 type PgRelease = (err?: Error | boolean) => void;
 
+/** Set by the class's static block, which may read its private fields. */
+let lifecycleOfPool: (pool: Pool) => ObservableLifecycle;
+
 /** Where the `options` setter keeps the options pg-pool's constructor computed. */
 const baseOptions = Symbol('hotload-pg.baseOptions');
 
 /**
  * A drop-in `pg.Pool` that follows a connection source.
  *
- * It serves from one *generation* (a real `pg.Pool` built from one config). When the
- * source changes, a new generation is verified with a real connection, new checkouts move
- * to it at once, and the old one drains: idle clients close immediately, checked-out
- * clients close when released, and whatever is still checked out after
+ * It serves from one *generation* (a real `pg.Pool` built from one config), and is a
+ * driver of hotload-core's `GenerationManager` (`PgPoolDriver`): when the source
+ * changes, the manager verifies a new generation with a real connection, new checkouts
+ * move to it at once, and the old one drains: idle clients close immediately,
+ * checked-out clients close when released, and whatever is still checked out after
  * `drainTimeoutMillis` is force-closed with a {@link ForceClosedError}.
  *
  * Checkouts never queue inside a generation: the pool keeps its own wait queue and asks a
@@ -85,33 +83,25 @@ const baseOptions = Symbol('hotload-pg.baseOptions');
  */
 export class Pool extends pg.Pool {
   readonly #config: pg.PoolConfig;
-  readonly #switchOptions: ResolvedSwitchOptions;
-  readonly #switch: GenerationSwitch;
+  readonly #manager: GenerationManager<Generation, pg.PoolClient>;
+  /** Set for a pool without `hotload.source`: its one config, built from the pg options. */
+  readonly #fixed: PgOptionsSource | undefined;
   /** Every generation not yet closed: current, retiring and candidates being verified. */
   readonly #generations = new Set<Generation>();
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiters: Waiter[] = [];
   #current: Generation | undefined;
   declare [baseOptions]: pg.PoolConfig;
-  #nextId = 1;
-  #watcher: SourceWatcher | undefined;
-  /** Settles with the first outcome of the source: a first generation, or why there is none. */
-  #started: Promise<void>;
-  /** Why there is no generation to serve (invalid source, unbuildable config); cleared by one. */
-  #unavailable: Error | undefined;
-  /** Building the first generation (async with host lists); changes meanwhile wait in #pendingFirst. */
-  #startingFirst = false;
-  #pendingFirst: ConnectionSettings | undefined;
   /** True once `end()` was called (pg.Pool's field; set by pg-pool's constructor, then by `end()`). */
   declare ending: boolean;
   /** True once `end()` has closed every generation (pg.Pool's field). */
   declare ended: boolean;
   #ending: Promise<void> | undefined;
   readonly #name: string | undefined;
-  /** Settings each source-built generation came from (failover re-selection needs them). */
-  readonly #settingsOf = new WeakMap<Generation, ConnectionSettings>();
-  /** A failover re-selection is in flight: further errors add nothing (debounce). */
-  #reselecting = false;
+  /** Credential failures in a row on the serving generation: the growth pause backs off. */
+  #credentialFailures = 0;
+  /** The lifecycle's timings, defaults applied (the credential wait's backoff uses them). */
+  readonly #timings: ResolvedLifecycleOptions;
 
   /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
   constructor(config?: PoolConfig) {
@@ -120,35 +110,26 @@ export class Pool extends pg.Pool {
     // empty queues; it opens nothing. Its queues stay unused: generations do the pooling.
     super(pgConfig);
     this.#config = pgConfig;
-    this.#switchOptions = resolveSwitchOptions(hotload);
-    this.#switch = new GenerationSwitch(this.#switchTarget(), this.#switchOptions);
-    super.on('newListener' as 'error', this.#forwardOnDemand as never);
     this.#name = hotload?.name;
-    const source = hotload?.source === undefined ? undefined : createSource(hotload.source);
-    // The watcher exists (not yet watching) for the observers to subscribe to; anything
-    // that can throw here (metrics without prom-client) runs before it watches, so a
-    // constructor that throws leaves nothing running.
-    if (source !== undefined) {
-      // Kept watching when the first read fails (the pool serves once the source is
-      // valid); never keeping the process alive (pg.Pool would not).
-      const watcherOptions = { ...hotload?.watcher, keepWatchingOnStartError: true, persistent: false };
-      this.#watcher = new Watcher(source, watcherOptions);
+    super.on('newListener' as 'error', this.#forwardOnDemand as never);
+    this.#fixed = hotload?.source === undefined ? new PgOptionsSource(pgConfig) : undefined;
+    const lifecycle: LifecycleOptions<pg.PoolClient> = {
+      ...hotload,
+      source: hotload?.source ?? this.#fixed!,
+      name: hotload?.name ?? (this.#fixed ? STATIC_SOURCE_NAME : undefined),
+      // As pg.Pool, a pool without a source serves at once (its first generation exists now).
+      ...(this.#fixed ? { initialConfig: this.#fixed.config } : {}),
+      // The fixed config has nothing to watch or re-read.
+      watcher: this.#fixed ? { watchMode: 'none', resyncIntervalMillis: 0 } : hotload?.watcher,
+    };
+    this.#timings = resolveLifecycleOptions(lifecycle as LifecycleOptions<never>);
+    // The manager runs the observers (metrics, logs, diagnostics) before it watches: a
+    // constructor that throws leaves nothing running. Its watcher never keeps the process
+    // alive (pg.Pool would not).
+    this.#manager = new GenerationManager(new PgPoolDriver(this.#driverOwner), lifecycle);
+    for (const event of LIFECYCLE_EVENTS) {
+      this.#manager.on(event, (payload: unknown) => void this.emit(event, payload));
     }
-    this.#observe(hotload);
-    if (this.#watcher === undefined) {
-      this.#current = this.#newGeneration(undefined, pgConfig);
-      this.#started = Promise.resolve();
-    } else {
-      this.#started = this.#start(this.#watcher);
-      this.#started.catch(noop); // reported through ready(), checkouts and 'sourceError'
-    }
-  }
-
-  /** Diagnostics always (free without subscribers); metrics and logs when asked for. */
-  #observe(hotload: HotloadOptions | undefined): void {
-    publishPoolDiagnostics(this);
-    if (hotload?.metrics) instrumentPool(this, hotload.metrics === true ? {} : hotload.metrics);
-    if (hotload?.logger) logPoolEvents(this, hotload.logger);
   }
 
   /** `hotload.name`: this pool's name in metrics, diagnostics and logs (undefined if not given). */
@@ -158,7 +139,7 @@ export class Pool extends pg.Pool {
 
   /** The watcher of `hotload.source` (undefined without a source), e.g. to observe its `change` events. */
   get sourceWatcher(): SourceWatcher | undefined {
-    return this.#watcher;
+    return this.#fixed ? undefined : this.#manager.sourceWatcher;
   }
 
   /** Open clients of the serving generation, and of all others (retiring, or being verified). */
@@ -193,18 +174,17 @@ export class Pool extends pg.Pool {
    */
   ready(): Promise<void> {
     if (this.#current !== undefined) return Promise.resolve();
-    if (this.#unavailable !== undefined) return Promise.reject(this.#unavailable);
-    return this.#started;
+    return this.#manager.whenServing().then(noop);
   }
 
   /**
-   * Switches to `settings` as if the source had changed to them: verify (retrying with
-   * backoff while they fail), switch, drain. Resolves `true` once the pool serves on them,
-   * `false` if superseded by a newer change or by `end()`.
+   * Switches to `config` as if the source had changed to it: verify (retrying with
+   * backoff while it fails), switch, drain (the lifecycle manager's `switchTo`). Resolves
+   * `true` once the pool serves on it, `false` if superseded by a newer change or by `end()`.
    */
-  switchTo(settings: ConnectionSettings): Promise<boolean> {
+  switchTo(config: ConnectionConfig): Promise<boolean> {
     if (this.ending) return Promise.resolve(false);
-    return this.#switch.request(settings);
+    return this.#manager.switchTo(config);
   }
 
   /** Id of the generation serving new checkouts (`undefined` until the source was read). */
@@ -255,6 +235,7 @@ export class Pool extends pg.Pool {
     prototype.end = function end(this: Pool, cb?: (err?: Error) => void) {
       return this.#end(cb);
     } as pg.Pool['end'];
+    lifecycleOfPool = (pool) => pool.#manager;
     // pg.Pool types the counts as properties; pg-pool (and this class) makes them getters.
     defineGetters(prototype, {
       totalCount: (pool: Pool) => pool.#connectingFirst() + pool.#sum((generation) => generation.totalCount),
@@ -390,21 +371,17 @@ export class Pool extends pg.Pool {
   }
 
   async #closeAll(): Promise<void> {
-    await this.#switch.cancel();
     // Work asked before end() is served, as pg.Pool serves it: once the first config is
     // there (if it is still being read), by the generation then serving.
-    if (this.#current === undefined && this.#unavailable === undefined) await this.#started.catch(noop);
+    // (Awaited even when serving: a client released right after end() serves a waiter first.)
+    let unavailable: Error | undefined;
+    await this.#manager.whenServing().catch((error: Error) => (unavailable = error));
     this.#serveWaiters();
-    this.#failWaiters(this.#unavailable ?? new Error(ENDED_MESSAGE));
-    await this.#watcher?.close();
-    // Retiring generations keep their drain timeout; the current one waits for its
-    // holders, as pg.Pool's end() does; a superseded candidate still verifying (its
-    // switch no longer pending) is closed at once, or a connect it waits on would hold end().
-    await Promise.all(
-      [...this.#generations].map((generation) =>
-        generation === this.#current ? generation.close() : generation.close(0),
-      ),
-    );
+    this.#failWaiters(unavailable ?? new Error(ENDED_MESSAGE));
+    // Cancels a switch in flight (its candidate is discarded), lets retiring generations
+    // keep their drain deadline and drains the current one, waiting for its holders as
+    // pg.Pool's end() does.
+    await this.#manager.close();
     this.ended = true;
   }
 
@@ -418,17 +395,18 @@ export class Pool extends pg.Pool {
       current.checkout(callback);
       return;
     }
-    const error = this.ending
-      ? new Error(ENDED_MESSAGE)
-      : current === undefined
-        ? this.#unavailable
-        : undefined;
-    if (error !== undefined) {
-      process.nextTick(() => callback(error, undefined, noop));
+    if (this.ending) {
+      process.nextTick(() => callback(new Error(ENDED_MESSAGE), undefined, noop));
       return;
     }
     const connecting = current === undefined && this.#waiters.length < this.options.max;
-    this.#queue(this.#newWaiter(callback, connecting));
+    const waiter = this.#newWaiter(callback, connecting);
+    this.#queue(waiter);
+    // No generation yet: served on the first promotion, or failed at once with the
+    // SourceError while the source is invalid.
+    if (current === undefined) {
+      this.#manager.whenServing().catch((error: Error) => this.#settle(waiter, error));
+    }
   }
 
   #queue(waiter: Waiter, first = false): void {
@@ -444,7 +422,7 @@ export class Pool extends pg.Pool {
       queued: false,
       timer: undefined,
       settled: false,
-      credentialTimer: undefined,
+      awaitingCredentials: false,
     };
     const timeout = this.#config.connectionTimeoutMillis;
     if (timeout) {
@@ -478,7 +456,6 @@ export class Pool extends pg.Pool {
     }
     waiter.settled = true;
     clearTimeout(waiter.timer);
-    clearTimeout(waiter.credentialTimer);
     if (waiter.queued) {
       waiter.queued = false;
       this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
@@ -515,28 +492,28 @@ export class Pool extends pg.Pool {
     },
     onConnectFailed: (generation, err, callback, context) =>
       this.#requeueAfterConnectFailure(generation, err, callback, context as Waiter | undefined),
-    onError: (generation, err) => {
-      if (generation === this.#current && !this.#reselecting && isFailoverSignal(err)) {
-        const settings = this.#settingsOf.get(generation);
-        if (settings !== undefined && isMultiHost(settings) && requiresWritable(settings)) {
-          this.#reselect(settings);
-        }
-      }
-    },
+    // A refused login re-reads the source; with a host list, a failover signal re-selects.
+    onError: (generation, err) => this.#manager.reportError(generation, err),
   };
 
-  /**
-   * Host lists: runs host selection again for the serving settings (the primary may have
-   * moved), through the normal verify/switch/drain path. One at a time; a burst of errors
-   * while it runs triggers nothing more.
-   */
-  #reselect(settings: ConnectionSettings): void {
-    if (this.ending) return;
-    this.#reselecting = true;
-    void this.#switch.request(settings, undefined, true).finally(() => {
-      this.#reselecting = false;
-    });
-  }
+  /** What the driver may do to this pool (kept off the public surface). */
+  readonly #driverOwner = {
+    hooks: this.#generationHooks,
+    poolOptions: (config: ConnectionConfig, host: HostPort): pg.PoolConfig =>
+      // The fixed config of a pool without a source stands for the pg options as they are.
+      config === this.#fixed?.config ? this.#config : toPgPoolConfig(this.#config, config, host),
+    adopt: (generation: Generation): void => {
+      this.#generations.add(generation);
+      for (const event of FORWARDED_EVENTS) {
+        if (event === 'error' || this.#forwarded.has(event)) this.#forward(generation, event);
+      }
+    },
+    promote: (candidate: Generation): void => {
+      this.#current = candidate;
+      this.#credentialFailures = 0;
+      this.#serveWaiters();
+    },
+  };
 
   /**
    * A new connection failed. The request fails too, as with pg.Pool, unless someone else
@@ -544,9 +521,10 @@ export class Pool extends pg.Pool {
    * failure (28P01/28000) of the serving generation of a pool with a source while that
    * generation still has clients, those clients as they are released or the generation
    * of the new secret. That is the password changed in the database a moment before the
-   * secret: the source is re-read at once, the request waits at the head of the queue
-   * for at most `credentialWaitMillis` (and `connectionTimeoutMillis` from its start), and
-   * the generation tries one new connection at a time with backoff meanwhile.
+   * secret: the manager re-reads the source at once and bounds the wait by
+   * `credentialWaitMillis` (`connectionTimeoutMillis` still runs from the checkout); the
+   * request waits at the head of the queue, and the generation tries one new connection
+   * at a time with backoff meanwhile.
    */
   #requeueAfterConnectFailure(
     generation: Generation,
@@ -556,21 +534,20 @@ export class Pool extends pg.Pool {
   ): boolean {
     if (this.ending) return false;
     const serving = generation === this.#current;
-    if (serving && (this.#watcher === undefined || !isCredentialFailure(err) || generation.live === 0)) {
+    if (serving && (this.#fixed !== undefined || !isCredentialFailure(err) || generation.live === 0)) {
       return false;
     }
     // A checkout that went straight to the generation gets its clock now: its own connect
     // was bounded by connectionTimeoutMillis already (no time is read on that hot path).
     const waiter = queuedBefore ?? this.#newWaiter(callback);
     if (serving) {
-      if (waiter.credentialTimer === undefined) {
-        waiter.credentialTimer = setTimeout(
-          () => this.#settle(waiter, err),
-          this.#switchOptions.credentialWaitMillis,
-        );
-        waiter.credentialTimer.unref();
+      if (!waiter.awaitingCredentials) {
+        waiter.awaitingCredentials = true;
+        // Resolves on the next promotion (which serves the queue); rejects with `err` at the deadline.
+        this.#manager
+          .awaitCredentialChange(generation, err)
+          .catch((error: Error) => this.#settle(waiter, error));
       }
-      this.#watcher?.reread();
       this.#pauseAfterCredentialFailure(generation);
     }
     if (waiter.settled) return true; // timed out meanwhile: answered already
@@ -578,93 +555,12 @@ export class Pool extends pg.Pool {
     return true;
   }
 
-  /** Credential failures in a row on the serving generation: the growth pause backs off. */
-  #credentialFailures = 0;
-
   #pauseAfterCredentialFailure(generation: Generation): void {
     if (!generation.growthPaused) this.#credentialFailures++;
-    const { verifyRetryInitialMillis, verifyRetryMaxMillis } = this.#switchOptions;
+    const { verifyRetryInitialMillis, verifyRetryMaxMillis } = this.#timings;
     generation.pauseGrowth(
       backoffDelay(this.#credentialFailures, verifyRetryInitialMillis, verifyRetryMaxMillis),
     );
-  }
-
-  async #start(watcher: SourceWatcher): Promise<void> {
-    watcher.on('change', (change) => this.#onChange(change.config, change.changedAt));
-    watcher.on('error', (error) => this.emit('sourceError', { error }));
-    let settings: ConnectionSettings;
-    try {
-      settings = await watcher.start();
-    } catch (error) {
-      this.#becomeUnavailable(error as Error);
-      throw error;
-    }
-    await this.#startOn(settings);
-  }
-
-  /** No config to serve: waiting and later checkouts fail with `error` until one comes. */
-  #becomeUnavailable(error: Error): void {
-    this.#unavailable = error;
-    this.#failWaiters(error);
-    this.emit('sourceError', { error });
-  }
-
-  /** A valid source change: the first generation if there is none yet, else a switch. */
-  #onChange(settings: ConnectionSettings, changedAt: number): void {
-    if (this.ending) return;
-    if (this.#startingFirst) this.#pendingFirst = settings;
-    else if (this.#current === undefined) this.#startOn(settings).catch(noop);
-    else void this.#switch.request(settings, changedAt);
-  }
-
-  /** Builds the first generation (rejecting with a SourceError if it cannot be built). */
-  async #startOn(settings: ConnectionSettings): Promise<void> {
-    this.#startingFirst = true;
-    try {
-      await this.#startFirstGeneration(settings);
-    } catch (error) {
-      this.#becomeUnavailable(error as Error);
-      throw error;
-    } finally {
-      this.#startingFirst = false;
-      const pending = this.#pendingFirst;
-      this.#pendingFirst = undefined;
-      if (pending !== undefined) this.#onChange(pending, Date.now());
-    }
-  }
-
-  async #startFirstGeneration(settings: ConnectionSettings): Promise<void> {
-    // After end(), only for the work asked before it (see #closeAll).
-    if (this.#current !== undefined || (this.ending && this.#waiters.length === 0)) return;
-    if (isMultiHost(settings)) {
-      // Host list: the first generation goes on the first suitable host (one pass). If
-      // none is, it goes on the first host, as pg would, and selection keeps retrying.
-      const selected = await this.#switch.selectOnce(settings);
-      if (this.#current !== undefined || (this.ending && this.#waiters.length === 0)) {
-        await selected?.close(0);
-        return;
-      }
-      const details = { attempts: 1, verifyMillis: 0, requestedAt: Date.now(), changedAt: undefined };
-      if (selected !== undefined) return this.#promote(selected, details);
-      this.#promote(this.#createGeneration(settings), { ...details, attempts: 0 });
-      this.#reselect(settings);
-      return;
-    }
-    this.#promote(this.#createGeneration(settings), {
-      attempts: 0,
-      verifyMillis: 0,
-      requestedAt: Date.now(),
-      changedAt: undefined,
-    });
-  }
-
-  #newGeneration(fingerprint: string | undefined, config: pg.PoolConfig): Generation {
-    const generation = new Generation(this.#nextId++, fingerprint, config, this.#generationHooks);
-    this.#generations.add(generation);
-    for (const event of FORWARDED_EVENTS) {
-      if (event === 'error' || this.#forwarded.has(event)) this.#forward(generation, event);
-    }
-    return generation;
   }
 
   /** Forwards a pg-pool event of one generation; 'error' always (pg-pool must not throw it unheard). */
@@ -689,64 +585,11 @@ export class Pool extends pg.Pool {
     for (const generation of this.#generations) total += count(generation.pool);
     return total;
   }
+}
 
-  /** What the GenerationSwitch may do to this pool (kept off the public surface). */
-  #switchTarget(): SwitchTarget {
-    return {
-      currentFingerprint: () => this.#current?.fingerprint,
-      createGeneration: (settings, host) => this.#createGeneration(settings, host),
-      currentHost: () => {
-        const options = this.#current?.pool.options;
-        if (options?.host === undefined) return undefined;
-        return { host: options.host, port: Number(options.port) };
-      },
-      promote: (candidate, details) => this.#promote(candidate, details),
-      verifyFailed: (event) => this.emit('verifyFailed', event),
-    };
-  }
-
-  #createGeneration(settings: ConnectionSettings, host?: HostPort): Generation {
-    const generation = this.#newGeneration(
-      settings.fingerprint,
-      toPgPoolConfig(this.#config, settings, host),
-    );
-    this.#settingsOf.set(generation, settings);
-    return generation;
-  }
-
-  /** Moves new checkouts (and waiters) to `candidate`, then drains the previous generation. */
-  #promote(candidate: Generation, details: VerifiedSwitch): void {
-    const previous = this.#current;
-    this.#current = candidate;
-    this.#unavailable = undefined;
-    this.#credentialFailures = 0;
-    this.emit('switch', {
-      fromGeneration: previous?.id,
-      toGeneration: candidate.id,
-      fingerprint: candidate.fingerprint,
-      attempts: details.attempts,
-      verifyMillis: details.verifyMillis,
-      changedAt: details.changedAt,
-      requestedAt: details.requestedAt,
-      switchedAt: Date.now(),
-    });
-    this.#serveWaiters();
-    if (previous !== undefined) this.#retire(previous);
-  }
-
-  #retire(generation: Generation): void {
-    const { drainTimeoutMillis } = this.#switchOptions;
-    const onForceClosed = (clients: number): void => {
-      this.emit('forceClosed', { generation: generation.id, clients, drainTimeoutMillis });
-    };
-    void generation.close(drainTimeoutMillis, onForceClosed).then((closed) => {
-      this.emit('drained', {
-        generation: generation.id,
-        drainMillis: closed.closeMillis,
-        forced: closed.forceClosed > 0,
-      });
-    });
-  }
+/** The lifecycle manager a pool is a driver of, for the observers (`instrumentPool`, `logPoolEvents`). */
+export function lifecycleOf(pool: Pool): ObservableLifecycle {
+  return lifecycleOfPool(pool);
 }
 
 /** Defines read-only getters on `prototype`, each computed from the instance. */
@@ -759,27 +602,6 @@ function defineGetters<T>(prototype: T, getters: Record<string, (instance: T) =>
       },
     });
   }
-}
-
-/** The server refused the credentials: `invalid_password` or `invalid_authorization_specification`. */
-function isCredentialFailure(err: Error): boolean {
-  const code = (err as { code?: unknown }).code;
-  return code === '28P01' || code === '28000';
-}
-
-/**
- * Errors that may mean the primary moved: the server is read-only (`25006`), the
- * connection failed or was dropped (SQLSTATE classes 08 and 57P, socket errors, pg's
- * "Connection terminated"). Query errors (syntax, constraints, ...) are not.
- */
-function isFailoverSignal(err: Error): boolean {
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === 'string') {
-    if (code === '25006' || code.startsWith('08') || code.startsWith('57P')) return true;
-    if (/^E[A-Z]+$/.test(code)) return true; // ECONNREFUSED, ECONNRESET, EPIPE, ETIMEDOUT, ...
-    return false;
-  }
-  return /Connection terminated|connection timeout|timeout expired/i.test(err.message);
 }
 
 /** pg's Client#query without its overloads, for the submittable-with-callback form its types omit. */

@@ -75,9 +75,19 @@ function load(pool: Pool, concurrency: number) {
 describe('password rotation', () => {
   it('rotates under concurrent load without a failed query; new connections use the new password', async () => {
     const { pool, events } = poolFor('app_a', 'pw_a_1', { max: 4 });
+    // Without a source, a login refused while the pool still grows fails as with pg.Pool
+    // (see 'database ahead of the secret'): each password changes only once the serving
+    // generation has all its connections (the load needs max of them).
+    const connected = new Set<pg.PoolClient>();
+    pool.on('connect', (client) => connected.add(client));
+    pool.on('remove', (client) => connected.delete(client));
+    const grown = async () => {
+      while (connected.size < 4) await nextEvent(pool, 'connect');
+    };
     const traffic = load(pool, 8);
     for (let round = 2; round <= 6; round++) {
       const password = `pw_a_${round}`;
+      await grown();
       await cluster.query(`ALTER ROLE app_a PASSWORD '${password}'`);
       const drained = nextEvent(pool, 'drained');
       const switched = await pool.switchTo(
@@ -172,10 +182,10 @@ describe('waiters and transactions', () => {
       () => undefined,
       (error: Error) => error,
     );
-    const forceClosed = nextEvent<{ generation: number; clients: number }>(pool, 'forceClosed');
+    const forceClosed = nextEvent<{ generation: number; connections: number }>(pool, 'forceClosed');
     const drained = nextEvent(pool, 'drained');
     await pool.switchTo(configFor(cluster, { applicationName: 'after-force' }));
-    expect(await forceClosed).toMatchObject({ generation: 1, clients: 1 });
+    expect(await forceClosed).toMatchObject({ generation: 1, connections: 1 });
     const error = await inFlight;
     expect(error).toBeInstanceOf(ForceClosedError);
     expect(error?.message).toMatch(/generation 1 .*300 ms/);
@@ -183,6 +193,28 @@ describe('waiters and transactions', () => {
     expect(await drained).toMatchObject({ generation: 1, forced: true });
     client.release(); // the holder's release after the fact is harmless
     expect((await pool.query('SHOW application_name')).rows[0].application_name).toBe('after-force');
+    await pool.end();
+  });
+
+  it('a force-closed client leaves no query running on the server (the cancel request stops it)', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword, { drainTimeoutMillis: 300 });
+    const client = await pool.connect();
+    // Far longer than the poll below: without a cancel the backend would still be sleeping.
+    const inFlight = client.query('SELECT pg_sleep(300)').catch((error: Error) => error);
+    const drained = nextEvent(pool, 'drained');
+    await pool.switchTo(configFor(cluster, { applicationName: 'after-cancel' }));
+    expect(await inFlight).toBeInstanceOf(ForceClosedError);
+    expect(await drained).toMatchObject({ generation: 1, forced: true });
+    const sleeping = async () =>
+      (await cluster.query("SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(300)'")).rows;
+    // A cancelled backend leaves pg_stat_activity a moment later: poll, bounded, then assert.
+    let left = await sleeping();
+    for (let i = 0; i < 100 && left.length > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      left = await sleeping();
+    }
+    expect(left).toEqual([]);
+    client.release();
     await pool.end();
   });
 });

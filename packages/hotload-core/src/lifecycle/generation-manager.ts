@@ -101,6 +101,9 @@ export class GenerationManager<Generation, Client, Connection = Client>
       ...options.watcher,
       keepWatchingOnStartError: true,
     });
+    // Before the observers: an initial config is no switch to report (metrics read its
+    // generation when they attach). Building opens no connection, so nothing is left running.
+    if (options.initialConfig) this.#serveInitial(options.initialConfig);
     // Observers before start, so a throwing one (prom-client missing) leaves no watcher running.
     publishLifecycleDiagnostics(this);
     if (options.metrics) instrumentLifecycle(this, options.metrics === true ? {} : options.metrics);
@@ -255,8 +258,10 @@ export class GenerationManager<Generation, Client, Connection = Client>
       this.emit('sourceError', { error: error as never });
       throw error;
     }
-    if (this.#closed || this.#current !== undefined) return;
-    await this.#serveFirst(config);
+    if (this.#closed) return;
+    if (this.#current === undefined) return this.#serveFirst(config);
+    // Serving the initial config (or a switch came first): the source's config wins if it differs.
+    if (config.fingerprint !== this.#current.config.fingerprint) void this.#request(config, undefined, false);
   }
 
   /**
@@ -280,13 +285,27 @@ export class GenerationManager<Generation, Client, Connection = Client>
     try {
       first = this.#build(config, config.hosts[0]!);
     } catch (error) {
-      // e.g. an sslrootcert file not there yet: retried like a failing verify.
+      // e.g. an sslrootcert file not there yet: nothing serves, so checkouts fail fast
+      // with this error (as with an invalid source) while it is retried like a failing verify.
       this.#verifyFailed(config, config.hosts[0]!, 0, 1, this.#options.verifyRetryInitialMillis, error);
+      this.#startError = error as Error;
+      this.#rejectWaiters(this.#startError);
       void this.#request(config, undefined, false);
-      return;
+      throw error;
     }
     this.#promote(first, { attempts: 0, verifyMillis: 0, requestedAt, changedAt: undefined });
     if (isMultiHost(config)) this.#reselect(config);
+  }
+
+  /** The `initialConfig` option: served synchronously, on its first host, unverified. */
+  #serveInitial(config: ConnectionConfig): void {
+    const requestedAt = Date.now();
+    this.#promote(this.#build(config, config.hosts[0]!), {
+      attempts: 0,
+      verifyMillis: 0,
+      requestedAt,
+      changedAt: undefined,
+    });
   }
 
   #reselect(config: ConnectionConfig): void {

@@ -1,3 +1,4 @@
+import type { ConnectionConfig } from '../config.js';
 import type { SourceWatcherOptions } from '../events.js';
 import type { HotloadLogger } from '../logging/logger.js';
 import type { HotloadMetricsOptions } from '../metrics/hotload-metrics.js';
@@ -32,6 +33,13 @@ export interface LifecycleOptions<Client = unknown> {
    * login's error. 0 fails it at once. Default 5 000.
    */
   credentialWaitMillis?: number;
+  /**
+   * A config to serve at once: its generation is built and promoted in the constructor
+   * (unverified, as a first generation is), before the source is read; the source's
+   * first read switches away from it only if it differs. For a driver whose first
+   * generation must exist synchronously (hotload-pg's `Pool` built from pg options).
+   */
+  initialConfig?: ConnectionConfig;
   /** Options of the source watcher (debounce, logger). */
   watcher?: SourceWatcherOptions;
   /**

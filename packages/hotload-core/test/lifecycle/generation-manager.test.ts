@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   backoffDelay,
+  ConnectionConfig,
   GenerationManager,
   isSourceError,
   type LifecycleOptions,
@@ -71,6 +72,61 @@ describe('GenerationManager on a real secret directory and PostgreSQL', () => {
     } finally {
       await manager.close();
       late.remove();
+    }
+  });
+
+  it('serves an initialConfig at once, and switches to the source only where it differs', async () => {
+    const initial = ConnectionConfig.create({
+      host: clusters[0]!.host,
+      port: clusters[0]!.port,
+      user: 'app_b',
+      password: passwords.app_b,
+      database: APP_DATABASE,
+    });
+    const manager = managerOn(secret.path, { initialConfig: initial });
+    try {
+      // Built in the constructor: no promise to wait for, no switch to report.
+      expect(manager.generation).toBe(1);
+      expect(manager.config?.user).toBe('app_b');
+      const switched = nextEvent<SwitchEvent>(manager, 'switch');
+      await manager.ready();
+      // The secret names app_a: the source's config wins, verified, as any change.
+      expect(await switched).toMatchObject({ fromGeneration: 1, user: 'app_a' });
+      expect(await sessionUser(manager)).toBe('app_a');
+    } finally {
+      await manager.close();
+    }
+  });
+
+  it('a first config whose generation cannot be built (missing sslrootcert) fails fast, then serves once fixed', async () => {
+    const broken = new SecretDirectory();
+    const server = clusters[0]!;
+    const entries = {
+      hostname: server.host,
+      port: String(server.port),
+      username: 'app_a',
+      password: passwords.app_a,
+      database: APP_DATABASE,
+    };
+    await writeSecretAtomically(broken.path, {
+      ...entries,
+      sslmode: 'verify-full',
+      sslrootcert: '/nonexistent/root.crt',
+    });
+    const manager = managerOn(broken.path);
+    try {
+      const failed = nextEvent<VerifyFailedEvent>(manager, 'verifyFailed');
+      const error = await manager.ready().catch((err: unknown) => err);
+      expect(error).toMatchObject({ name: 'SourceError', key: 'sslrootcert' });
+      expect((await failed).generation).toBe(0);
+      await expect(manager.whenServing()).rejects.toBe(error);
+      const switched = nextEvent<SwitchEvent>(manager, 'switch');
+      await writeSecretAtomically(broken.path, entries);
+      expect((await switched).user).toBe('app_a');
+      expect(await sessionUser(manager)).toBe('app_a');
+    } finally {
+      await manager.close();
+      broken.remove();
     }
   });
 

@@ -1,2 +1,0 @@
-/** The lifecycle's capped, jittered exponential backoff (hotload-core), shared by every driver. */
-export { backoffDelay } from 'hotload-core';
