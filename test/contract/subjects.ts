@@ -3,11 +3,14 @@
  * query, hold a connection, and hear the lifecycle's events under their common names.
  */
 import { EventEmitter } from 'node:events';
-import type { LifecycleEvents, SourceSpec } from 'hotload-core';
+import type { ConnectionSource, LifecycleEvents, SourceSpec } from 'hotload-core';
 import { HotloadGenericPool } from 'hotload-generic-pool';
 import { createHotloadKnex } from 'hotload-knex';
 import { Pool } from 'hotload-pg';
 import { createHotloadSql } from 'hotload-postgres-js';
+import knex from 'knex';
+import pg from 'pg';
+import postgres from 'postgres';
 import { pgClientFactory } from './pg-client-factory.js';
 
 type Row = Record<string, unknown>;
@@ -28,20 +31,36 @@ export interface Subject {
 
 /** What every subject is built from. */
 export interface SubjectOptions {
-  readonly source: SourceSpec;
+  readonly source: SourceSpec | ConnectionSource;
   readonly drainTimeoutMillis: number;
   readonly max: number;
+  /** The lifecycle's default unless given. */
+  readonly credentialWaitMillis?: number;
+  /** Told the backend process id of each verify connection (through the `prepare` hook). */
+  readonly onVerified?: (backendPid: number) => void;
+}
+
+/** One statement on the driver's verify client, as its `prepare` hook gets it. */
+type RunOnClient<Client> = (client: Client, sql: string) => Promise<Row[]>;
+
+/** pg-style clients (`pg.Client`, Knex's raw connection): `query(sql)` resolves `{ rows }`. */
+const pgStyle: RunOnClient<{ query(sql: string): Promise<{ rows: Row[] }> }> = async (client, sql) =>
+  (await client.query(sql)).rows;
+
+/** Where and as whom the plain library connects. */
+export interface PlainConnection {
+  readonly host: string;
+  readonly port: number;
+  readonly user: string;
+  readonly password: string;
+  readonly database: string;
 }
 
 export interface Driver {
   readonly name: string;
-  /**
-   * Whether a force-close also stops the query on the server (a cancel request). The pg
-   * drivers send one; postgres.js exposes no handle on its connections, so a query
-   * running at the deadline runs on until it ends (see hotload-postgres-js's README).
-   */
-  readonly cancelsOnForceClose: boolean;
   create(options: SubjectOptions): Promise<Subject>;
+  /** One query through the library itself, without hotload: the original a test compares with. */
+  plainQuery(connection: PlainConnection, sql: string): Promise<Row[]>;
 }
 
 const LIFECYCLE_EVENTS: ReadonlyArray<keyof LifecycleEvents> = [
@@ -52,8 +71,21 @@ const LIFECYCLE_EVENTS: ReadonlyArray<keyof LifecycleEvents> = [
   'sourceError',
 ];
 
-function hotloadOf({ source, drainTimeoutMillis }: SubjectOptions) {
-  return { source, drainTimeoutMillis, verifyRetryInitialMillis: 20, verifyRetryMaxMillis: 200 };
+function hotloadOf<Client>(options: SubjectOptions, run: RunOnClient<Client>) {
+  const { source, drainTimeoutMillis, credentialWaitMillis, onVerified } = options;
+  return {
+    source,
+    drainTimeoutMillis,
+    verifyRetryInitialMillis: 20,
+    verifyRetryMaxMillis: 200,
+    ...(credentialWaitMillis === undefined ? {} : { credentialWaitMillis }),
+    ...(onVerified === undefined
+      ? {}
+      : {
+          prepare: async (client: Client) =>
+            onVerified(Number((await run(client, 'SELECT pg_backend_pid() AS pid'))[0]?.pid)),
+        }),
+  };
 }
 
 /** Re-emits an emitter's lifecycle events on a plain EventEmitter (names are already the lifecycle's). */
@@ -66,12 +98,20 @@ function forward(from: { on(event: string, listener: (payload: unknown) => void)
 export const DRIVERS: readonly Driver[] = [
   {
     name: 'generic-pool + raw pg.Client',
-    cancelsOnForceClose: true,
+    async plainQuery(connection, sql) {
+      const client = new pg.Client(connection);
+      try {
+        await client.connect();
+        return (await client.query(sql)).rows;
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    },
     async create(options) {
       const pool = await HotloadGenericPool.create({
         factory: pgClientFactory,
         pool: { max: options.max },
-        hotload: hotloadOf(options),
+        hotload: hotloadOf(options, pgStyle),
       });
       return {
         events: forward(pool.hotload),
@@ -89,9 +129,21 @@ export const DRIVERS: readonly Driver[] = [
   },
   {
     name: 'postgres.js',
-    cancelsOnForceClose: false,
+    async plainQuery(connection, text) {
+      const sql = postgres({ ...connection, max: 1 });
+      try {
+        return [...(await sql.unsafe(text))];
+      } finally {
+        await sql.end();
+      }
+    },
     async create(options) {
-      const sql = await createHotloadSql({ postgres: { max: options.max }, hotload: hotloadOf(options) });
+      const sql = await createHotloadSql({
+        postgres: { max: options.max },
+        hotload: hotloadOf<postgres.ReservedSql>(options, async (reserved, text) => [
+          ...(await reserved.unsafe(text)),
+        ]),
+      });
       return {
         events: forward(sql.hotload),
         query: async (text) => [...(await sql.unsafe(text))],
@@ -108,10 +160,17 @@ export const DRIVERS: readonly Driver[] = [
   },
   {
     name: 'knex',
-    cancelsOnForceClose: true,
+    async plainQuery(connection, sql) {
+      const db = knex({ client: 'pg', connection, pool: { min: 0, max: 1 } });
+      try {
+        return (await db.raw(sql)).rows;
+      } finally {
+        await db.destroy();
+      }
+    },
     async create(options) {
       const db = await createHotloadKnex({
-        hotload: hotloadOf(options),
+        hotload: hotloadOf(options, pgStyle),
         pool: { min: 0, max: options.max },
       });
       return {
@@ -130,9 +189,16 @@ export const DRIVERS: readonly Driver[] = [
   },
   {
     name: 'hotload-pg Pool',
-    cancelsOnForceClose: true,
+    async plainQuery(connection, sql) {
+      const pool = new pg.Pool(connection);
+      try {
+        return (await pool.query(sql)).rows;
+      } finally {
+        await pool.end();
+      }
+    },
     async create(options) {
-      const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options) });
+      const pool = await Pool.create({ max: options.max, hotload: hotloadOf(options, pgStyle) });
       // As with pg.Pool, idle clients whose server goes away report it here.
       pool.on('error', () => {});
       return {

@@ -46,5 +46,6 @@ export {
   PostgresCluster,
   startCluster,
 } from './postgres-cluster.js';
+export { RereadHookSource } from './reread-hook-source.js';
 export { findLeaks, leakForms, renderings } from './secret-scan.js';
 export { WorkerLoad } from './worker-load.js';

@@ -51,7 +51,12 @@ export class HotloadGenericPool<Client> {
 
   /**
    * Checks a client out of the serving generation. Before the first config is read it
-   * waits (or fails fast with the source's `SourceError`); a failed connect rejects.
+   * waits (or fails fast with the source's `SourceError`); a failed connect rejects, as
+   * the factory's error, except a login refused for its credentials (SQLSTATE
+   * 28P01/28000: the password changed in the database a moment before the secret),
+   * which waits up to `credentialWaitMillis` for the new secret's generation and checks
+   * out there. A connect that failed on a generation replaced meanwhile is retried on the
+   * serving one.
    */
   async acquire(): Promise<Client> {
     for (;;) {
@@ -60,9 +65,12 @@ export class HotloadGenericPool<Client> {
       try {
         client = await generation.acquire();
       } catch (error) {
+        if (!(error instanceof Error)) throw error;
         // A refused login or a lost server: the lifecycle may re-read the source or fail over.
-        if (error instanceof Error) this.hotload.reportError(generation, error);
-        throw error;
+        this.hotload.reportError(generation, error);
+        // A newer generation serves it; a refused login waits (bounded) for the new secret's.
+        await this.hotload.awaitCredentialChange(generation, error);
+        continue;
       }
       // A switch while it waited: that generation is retired, take one of the new.
       if (generation.retired && !this.hotload.closed) {

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
 import { KnexDriver, type PgModule, type PgProbeClient } from './knex-driver.js';
 import type { KnexGeneration } from './knex-generation.js';
+import { openObservingClient } from './knex-pg-internals.js';
 import { type HotloadKnexOptions, rejectRenamedOptions } from './options.js';
 import { generationOf, type PgRawConnection } from './pg-raw-connection.js';
 import { destroyIdleResources } from './tarn-idle-eviction.js';
@@ -97,6 +98,8 @@ export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClas
           staticSettings: this.staticSettings,
           pg: () => this.driver as PgModule,
           pool: () => this.pool,
+          openRawConnection: (generation, onCreated) =>
+            openObservingClient(this, onCreated, () => this.openRawConnection(generation)),
         }),
         config.hotload,
       );
@@ -111,25 +114,39 @@ export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClas
      * away, or the failure retried, with the new settings. A login refused for its
      * credentials waits up to `credentialWaitMillis` for the new secret's generation and
      * retries there. Before the first config it waits, or fails fast with the source's error.
+     * The first connection after a switch is the one that verified the new config.
      */
     override async acquireRawConnection(): Promise<unknown> {
       for (;;) {
         const generation = this.hotload.current ?? (await this.hotload.whenServing());
-        this.connectionSettings = generation.settings;
         let connection: PgRawConnection;
         try {
-          connection = (await super.acquireRawConnection()) as PgRawConnection;
+          connection = generation.takeSpare() ?? (await this.openRawConnection(generation));
         } catch (error) {
           this.hotload.reportError(generation, error as Error);
           // A newer generation serves it; a refused login waits (bounded) for the new secret's.
           await this.hotload.awaitCredentialChange(generation, error as Error);
           continue;
         }
-        if (generation === this.hotload.current || this.hotload.closed) {
+        // A kept spare may have lost its server while it waited (Knex marks it disposed).
+        if ((generation === this.hotload.current || this.hotload.closed) && !connection.__knex__disposed) {
           generation.add(connection);
           return connection;
         }
         await connection.end().catch(() => {});
+        generation.remove(connection);
+      }
+    }
+
+    /** Knex's own raw connection (version check, search_path) with `generation`'s settings. */
+    private openRawConnection(generation: KnexGeneration): Promise<PgRawConnection> {
+      // Knex reads the settings synchronously, before its first await: no other call interleaves.
+      this.connectionSettings = generation.settings;
+      try {
+        return super.acquireRawConnection() as Promise<PgRawConnection>;
+      } finally {
+        // What Knex reads later (`client.database()`) is the serving config, never a candidate's.
+        this.connectionSettings = (this.hotload.current ?? generation).settings;
       }
     }
 

@@ -4,7 +4,6 @@ import {
   forceClosePgClient,
   type GenerationDriver,
   type HostPort,
-  type PgClientSettings,
   type PgWireModule,
   toPgClientSettings,
   type VerifySession,
@@ -12,21 +11,15 @@ import {
 import { KnexGeneration } from './knex-generation.js';
 import type { PgRawConnection } from './pg-raw-connection.js';
 import { generationOf } from './pg-raw-connection.js';
-import { destroyIdleResources } from './tarn-idle-eviction.js';
+import { destroyIdleResources, idleTimeoutOf } from './tarn-idle-eviction.js';
 
 /** The verify connection the `prepare` hook gets: a `pg.Client` (typed by what it offers, so pg's types are not required). */
 export interface PgProbeClient {
   query(sql: string): Promise<{ rows: Array<Record<string, unknown>> }>;
 }
 
-interface ProbeClient extends PgProbeClient {
-  connect(): Promise<unknown>;
-  end(): Promise<void>;
-  on(event: 'error', listener: (error: Error) => void): unknown;
-}
-
-/** The pg module as the driver uses it: `Client` for probes, `Connection` for cancel requests. */
-export type PgModule = PgWireModule & { Client: new (settings: PgClientSettings) => ProbeClient };
+/** The pg module as the driver uses it: `Connection` for cancel requests. */
+export type PgModule = PgWireModule;
 
 /** What the driver needs from the Knex client it drives (kept off the public surface). */
 export interface KnexPort {
@@ -36,6 +29,14 @@ export interface KnexPort {
   pg(): PgModule;
   /** Knex's tarn pool (undefined with `pool.max: 0` or after destroy). */
   pool(): unknown;
+  /**
+   * Opens a raw connection with `generation`'s settings exactly as Knex's pg client does
+   * (its listeners, version check, search_path); `onCreated` gets the client before it connects.
+   */
+  openRawConnection(
+    generation: KnexGeneration,
+    onCreated: (connection: PgRawConnection) => void,
+  ): Promise<PgRawConnection>;
 }
 
 /**
@@ -51,15 +52,22 @@ export class KnexDriver implements GenerationDriver<KnexGeneration, PgProbeClien
     return new KnexGeneration(id, config, toPgClientSettings(this.knex.staticSettings, config, host));
   }
 
+  /**
+   * Verifies on a raw connection opened as Knex opens its own; once verified it is kept as
+   * the generation's spare, the first connection Knex's pool gets after the switch (one
+   * handshake per switch). A spare never taken closes after the pool's idle timeout, or
+   * when its generation drains or is discarded.
+   */
   async connect(candidate: KnexGeneration, signal: AbortSignal): Promise<VerifySession<PgProbeClient>> {
-    const probe = new (this.knex.pg().Client)(candidate.settings);
-    // A socket error is reported through the pending call; without a listener it would crash.
-    probe.on('error', () => {});
+    let opening: PgRawConnection | undefined;
     // pg's end() on a client still connecting destroys its socket: the pending connect fails now.
-    const abort = (): void => void probe.end().catch(() => {});
+    const abort = (): void => void opening?.end().catch(() => {});
     signal.addEventListener('abort', abort, { once: true });
+    let connection: PgRawConnection;
     try {
-      await probe.connect();
+      connection = await this.knex.openRawConnection(candidate, (created) => {
+        opening = created;
+      });
     } catch (error) {
       abort();
       throw error;
@@ -67,10 +75,28 @@ export class KnexDriver implements GenerationDriver<KnexGeneration, PgProbeClien
       signal.removeEventListener('abort', abort);
     }
     return {
-      client: probe,
-      query: async (sql) => (await probe.query(sql)).rows,
-      release: () => void probe.end().catch(() => {}),
+      client: connection,
+      query: async (sql) => (await connection.query(sql)).rows,
+      release: (error) => {
+        if (error === undefined && candidate.keepSpare(connection)) this.#expireSpare(candidate, connection);
+        else void connection.end().catch(() => {});
+      },
     };
+  }
+
+  /** Closes `spare` once it has been idle as long as the pool keeps idle connections, unless taken by then. */
+  #expireSpare(generation: KnexGeneration, spare: PgRawConnection): void {
+    setTimeout(() => this.#closeSpare(generation, spare), idleTimeoutOf(this.knex.pool())).unref();
+  }
+
+  /** Closes the generation's kept spare (only if it is `which`, when given). */
+  #closeSpare(generation: KnexGeneration, which?: PgRawConnection): void {
+    const spare = generation.takeSpare(which);
+    if (spare === undefined) return;
+    void spare
+      .end()
+      .catch(() => {})
+      .finally(() => generation.remove(spare));
   }
 
   promote(candidate: KnexGeneration): void {
@@ -80,6 +106,7 @@ export class KnexDriver implements GenerationDriver<KnexGeneration, PgProbeClien
 
   drain(generation: KnexGeneration): Promise<void> {
     const drained = generation.drained();
+    this.#closeSpare(generation);
     destroyIdleResources(this.knex.pool(), (connection) => generationOf(connection) === generation);
     return drained;
   }
@@ -95,8 +122,10 @@ export class KnexDriver implements GenerationDriver<KnexGeneration, PgProbeClien
     forceClosePgClient(connection, error, this.knex.pg(), () => generation.remove(connection));
   }
 
-  /** Nothing to close: a candidate has no pooled connection before it serves (the probe is closed by its session). */
-  async discard(): Promise<void> {}
+  /** A candidate has no pooled connection before it serves; only its verified spare, if any, closes. */
+  discard(candidate: KnexGeneration): Promise<void> {
+    return this.drain(candidate);
+  }
 
   count(generation: KnexGeneration): number {
     return generation.connections.length;

@@ -9,6 +9,7 @@ import type { PgRawConnection } from './pg-raw-connection.js';
  */
 export class KnexGeneration {
   readonly #live = new Set<PgRawConnection>();
+  #spare: PgRawConnection | undefined;
   #drained: Promise<void> | undefined;
   #onEmpty: (() => void) | undefined;
   /** True once the generation drains (retired, or its client is being destroyed). */
@@ -29,6 +30,26 @@ export class KnexGeneration {
   add(connection: PgRawConnection): void {
     connection.__hotloadGeneration = this;
     this.#live.add(connection);
+  }
+
+  /**
+   * Keeps the connection that verified this generation as the first raw connection Knex
+   * gets from it, so a switch pays one handshake, not two (it counts as this generation's
+   * meanwhile). Refused (false) once the generation is retired: the caller closes it.
+   */
+  keepSpare(connection: PgRawConnection): boolean {
+    if (this.retired) return false;
+    this.add(connection);
+    this.#spare = connection;
+    return true;
+  }
+
+  /** Hands the kept spare out (only if it is `which`, when given); it is no longer kept. */
+  takeSpare(which?: PgRawConnection): PgRawConnection | undefined {
+    const spare = this.#spare;
+    if (which !== undefined && spare !== which) return undefined;
+    this.#spare = undefined;
+    return spare;
   }
 
   /** Forgets a destroyed connection; the drain ends with the last one. */

@@ -8,6 +8,7 @@ export interface PgRawConnection extends ForceClosablePgClient {
   /** The generation the connection was opened for (see {@link KnexGeneration.add}). */
   __hotloadGeneration?: KnexGeneration;
   end(): Promise<void>;
+  query(sql: string): Promise<{ rows: Array<Record<string, unknown>> }>;
 }
 
 /** The generation a raw connection belongs to (`undefined` if hotload never tracked it). */

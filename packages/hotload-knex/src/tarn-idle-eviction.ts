@@ -42,3 +42,12 @@ export function destroyIdleResources(pool: unknown, shouldGo: (resource: unknown
   if (destroyed > 0) pool.free = keep;
   return destroyed;
 }
+
+/** tarn's default `idleTimeoutMillis`, used when the pool does not say. */
+const TARN_DEFAULT_IDLE_MILLIS = 30_000;
+
+/** How long the pool keeps an idle connection (tarn's public `idleTimeoutMillis` option, kept on the pool). */
+export function idleTimeoutOf(pool: unknown): number {
+  const millis = (pool as { idleTimeoutMillis?: unknown } | undefined)?.idleTimeoutMillis;
+  return typeof millis === 'number' && millis > 0 ? millis : TARN_DEFAULT_IDLE_MILLIS;
+}

@@ -1,5 +1,11 @@
 import { PassThrough } from 'node:stream';
-import { createHotloadKnex, ForceClosedError, HotloadPgClient } from 'hotload-knex';
+import {
+  createHotloadKnex,
+  ForceClosedError,
+  type HotloadKnex,
+  HotloadPgClient,
+  type PgProbeClient,
+} from 'hotload-knex';
 import {
   type AppUser,
   newPassword,
@@ -8,7 +14,7 @@ import {
   setPassword,
   useAppDatabases,
 } from 'hotload-test-support';
-import knex from 'knex';
+import knex, { type Knex } from 'knex';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { nextEvent } from './knex-helpers.js';
 
@@ -179,5 +185,100 @@ describe('Knex features across a switch', () => {
     await expect(
       createHotloadKnex({ hotload: { source: { secretDirectory: `${secret.path}-missing` } } }),
     ).rejects.toThrow();
+  });
+
+  describe('one handshake per switch: the verified connection serves first', () => {
+    /** Switches the user and waits until `db` serves the new one. */
+    async function switchAndWait(db: HotloadKnex): Promise<AppUser> {
+      const switched = nextEvent(db.hotload, 'switch');
+      const user = await switchUser();
+      await switched;
+      return user;
+    }
+
+    /** A single-connection Knex client that records the backend of every verify connection. */
+    async function create(
+      pool: Knex.PoolConfig = {},
+      knexOptions: Pick<Knex.Config, 'searchPath'> = {},
+    ): Promise<{ db: HotloadKnex; verifiedPids: number[] }> {
+      const verifiedPids: number[] = [];
+      const prepare = async (client: PgProbeClient): Promise<void> => {
+        const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+        verifiedPids.push(Number(rows[0]?.pid));
+      };
+      const db = await createHotloadKnex({
+        hotload: { source: { secretDirectory: secret.path }, prepare },
+        pool: { min: 0, max: 1, ...pool },
+        ...knexOptions,
+      });
+      return { db, verifiedPids };
+    }
+
+    it('runs the first query after each switch on the connection that verified it, Knex hooks applied', async () => {
+      const afterCreated: number[] = [];
+      const afterCreate = (connection: PgProbeClient, done: (error: Error | null) => void): void => {
+        connection.query("SET application_name = 'after-create'").then(
+          () => {
+            afterCreated.push(1);
+            done(null);
+          },
+          (error: Error) => done(error),
+        );
+      };
+      const { db, verifiedPids } = await create({ afterCreate });
+      try {
+        await db.raw('SELECT 1');
+        for (const _ of [1, 2, 3]) {
+          const user = await switchAndWait(db);
+          const { rows } = await db.raw(
+            "SELECT pg_backend_pid() AS pid, session_user AS u, current_setting('application_name') AS app",
+          );
+          expect(rows[0]).toEqual({ pid: verifiedPids.at(-1), u: user, app: 'after-create' });
+        }
+        // One connection at the start, then exactly the verified one per switch.
+        expect(afterCreated).toHaveLength(4);
+      } finally {
+        await db.destroy();
+      }
+    });
+
+    it('sets searchPath on the verified connection as Knex does on its own', async () => {
+      const { db, verifiedPids } = await create({}, { searchPath: ['spare_schema', 'public'] });
+      try {
+        await db.raw('SELECT 1');
+        await switchAndWait(db);
+        const { rows } = await db.raw(
+          "SELECT pg_backend_pid() AS pid, current_setting('search_path') AS path",
+        );
+        expect(rows[0]).toEqual({ pid: verifiedPids.at(-1), path: 'spare_schema, public' });
+      } finally {
+        await db.destroy();
+      }
+    });
+
+    it('closes a verified connection never taken once the pool idle timeout passes', async () => {
+      const { db } = await create({ idleTimeoutMillis: 200 });
+      try {
+        await db.raw('SELECT 1');
+        const user = await switchAndWait(db);
+        // No query after the switch: only the verified connection is open as the new user.
+        expect(await sessionsOfAfterExit(cluster, user)).toBe(0);
+        expect((await db.raw('SELECT session_user AS u')).rows[0].u).toBe(user);
+      } finally {
+        await db.destroy();
+      }
+    });
+
+    it('closes a verified connection never taken on destroy()', async () => {
+      const { db } = await create();
+      let user: AppUser;
+      try {
+        await db.raw('SELECT 1');
+        user = await switchAndWait(db);
+      } finally {
+        await db.destroy();
+      }
+      expect(await sessionsOfAfterExit(cluster, user)).toBe(0);
+    });
   });
 });

@@ -1,8 +1,10 @@
 import { GenerationManager, type LifecycleOptions, resolveLifecycleOptions } from 'hotload-core';
 import type postgres from 'postgres';
+import { followQuery, type NextGeneration, retryRefusedLogin } from './followed-query.js';
 import { type PostgresGeneration, PostgresJsDriver } from './postgres-js-driver.js';
 import type { PostgresOptions } from './postgres-options.js';
 import { reportFailures } from './report-failures.js';
+import { scopedSql, withScopedCallbacks } from './scoped-sql.js';
 
 /** Options of {@link createHotloadSql}. */
 export interface HotloadSqlOptions {
@@ -40,13 +42,16 @@ export async function createHotloadSql(options: HotloadSqlOptions): Promise<Hotl
   return followingSql(manager);
 }
 
-/** `sql` members that run queries (the others, like `sql.typed` or `sql.json`, build values). */
-const RUNS_QUERIES = new Set<string | symbol>(['unsafe', 'file', 'begin', 'reserve', 'listen', 'notify']);
+/** `sql` members that return a postgres.js query (the others, like `sql.typed` or `sql.json`, build values). */
+const RETURNS_QUERY = new Set<string | symbol>(['unsafe', 'file', 'notify']);
+/** `sql` members that return a promise of a connection's work: run again after a refused login. */
+const CALLED_AGAIN = new Set<string | symbol>(['begin', 'reserve', 'listen']);
 
 /**
  * The `sql` proxy: calls and property reads go to the serving generation's instance, and
  * what they return reports its failure to the lifecycle (a lost connection or `25006` may
- * mean the primary moved: host lists re-run host selection).
+ * mean the primary moved: host lists re-run host selection). A login refused for its
+ * credentials waits (bounded) for the new secret's generation and runs there.
  */
 function followingSql(manager: HotloadSql['hotload']): HotloadSql {
   const current = (): PostgresGeneration => {
@@ -56,11 +61,31 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
   };
   const reported = <T>(generation: PostgresGeneration, value: T): T =>
     reportFailures(value, (error) => manager.reportError(generation, error));
+  const next: NextGeneration = (generation, error) => manager.awaitCredentialChange(generation, error);
+  const query = <T>(generation: PostgresGeneration, value: T): T => {
+    followQuery(value, generation, next);
+    return reported(generation, value);
+  };
+  const calledAgain = (generation: PostgresGeneration, property: string | symbol, args: unknown[]) => {
+    // A callback that ran (a transaction's body) makes a later failure the user's, not a login's.
+    let started = false;
+    const run = async (on: PostgresGeneration): Promise<unknown> => {
+      const method = Reflect.get(on.sql, property) as (...a: unknown[]) => Promise<unknown>;
+      // A transaction's body gets its `sql` scoped; listen's callbacks get payloads, not an `sql`.
+      const callArgs = property === 'begin' ? withScopedCallbacks(args, on, () => (started = true)) : args;
+      const result = await Reflect.apply(method, on.sql, callArgs);
+      return property === 'reserve' ? scopedSql(result as object, on) : result;
+    };
+    return reported(
+      generation,
+      retryRefusedLogin(generation, next, run, () => started),
+    );
+  };
   const end = async (): Promise<void> => manager.close();
   return new Proxy(function hotloadSql() {} as unknown as HotloadSql, {
     apply: (_target, thisArg, args: unknown[]) => {
       const generation = current();
-      return reported(generation, Reflect.apply(generation.sql, thisArg, args));
+      return query(generation, Reflect.apply(generation.sql, thisArg, args));
     },
     get: (_target, property) => {
       if (property === 'hotload') return manager;
@@ -68,8 +93,9 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
       const generation = current();
       const value: unknown = Reflect.get(generation.sql, property);
       if (typeof value !== 'function') return value;
-      if (!RUNS_QUERIES.has(property)) return value.bind(generation.sql);
-      return (...args: unknown[]) => reported(generation, Reflect.apply(value, generation.sql, args));
+      if (CALLED_AGAIN.has(property)) return (...args: unknown[]) => calledAgain(generation, property, args);
+      if (!RETURNS_QUERY.has(property)) return value.bind(generation.sql);
+      return (...args: unknown[]) => query(generation, Reflect.apply(value, generation.sql, args));
     },
   });
 }

@@ -1,5 +1,12 @@
-import type { ConnectionConfig, GenerationDriver, HostPort, VerifySession } from 'hotload-core';
+import type {
+  ConnectionConfig,
+  ForceClosedError,
+  GenerationDriver,
+  HostPort,
+  VerifySession,
+} from 'hotload-core';
 import postgres from 'postgres';
+import { followStateOf } from './follow-state.js';
 import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
 
 /** One generation: one `postgres()` instance. */
@@ -13,10 +20,12 @@ export interface PostgresGeneration {
 /**
  * The lifecycle's driver for postgres.js: a generation is one `postgres()` instance,
  * drained with `sql.end({ timeout })`, postgres.js's own drain: no new queries, running
- * ones finish, idle connections close, and at the timeout the rest are terminated (their
- * queries fail with postgres.js's `CONNECTION_DESTROYED`; postgres.js sends no cancel
- * request). postgres.js does not expose its connections, so the generation itself stands
- * for "what is still in use" at the deadline.
+ * ones finish, idle connections close, and at the timeout the rest are terminated.
+ * postgres.js does not expose its connections, so the generation itself stands for "what
+ * is still in use" at the deadline; its force-close sends a cancel request for every query
+ * still running (postgres.js's `query.cancel()`; terminating the connection alone would
+ * leave the server running the query until it next writes to the client), and those
+ * queries fail with the {@link ForceClosedError}.
  */
 export class PostgresJsDriver
   implements GenerationDriver<PostgresGeneration, postgres.ReservedSql, PostgresGeneration>
@@ -56,8 +65,17 @@ export class PostgresJsDriver
     return [generation];
   }
 
-  /** postgres.js terminates what is left at the same deadline (see the class comment). */
-  forceClose(): void {}
+  /**
+   * Cancels, on the server, every query still running on `generation` (postgres.js
+   * terminates its connections at the same deadline: the manager's timer was set first,
+   * so the cancel goes out while the queries are still on their connections).
+   */
+  forceClose(generation: PostgresGeneration, _connection: PostgresGeneration, error: ForceClosedError): void {
+    const state = followStateOf(generation);
+    state.forceClosed = error;
+    for (const query of state.running) query.cancel();
+    state.running.clear();
+  }
 
   async discard(candidate: PostgresGeneration): Promise<void> {
     candidate.ending ??= candidate.sql.end({ timeout: 0 });
