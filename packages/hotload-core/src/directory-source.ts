@@ -1,4 +1,4 @@
-import { readdir, readlink } from 'node:fs/promises';
+import { lstat, readdir, readlink } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DATA_DIR_NAME } from './atomic-writer.js';
 import { parseDsn } from './dsn.js';
@@ -76,6 +76,15 @@ async function currentDataTarget(dir: string): Promise<string | undefined> {
   }
 }
 
+/** mtime of the `..data` link itself (0 if it is gone: the end-of-read check then restarts). */
+async function dataLinkMtime(dir: string): Promise<number> {
+  try {
+    return (await lstat(join(dir, DATA_DIR_NAME))).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
 async function readDirectoryOnce(dir: string, source: string): Promise<DirectoryRead> {
   const dataTarget = await currentDataTarget(dir);
   const snapshotDir =
@@ -100,7 +109,10 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
       readSourceText(join(snapshotDir, name), join(dir, name), source, keyword),
     ),
   );
-  let mtimeMs = 0;
+  // A kubelet volume's version became visible at its `..data` swap, which comes after its
+  // files were written (and synced): when the change happened for a reader, so the time
+  // from which detection and switch latency count.
+  let mtimeMs = dataTarget === undefined ? 0 : await dataLinkMtime(dir);
   const values = new Map<string, string>();
   for (const [i, [name, keyword]] of wanted.entries()) {
     const result = results[i]!;

@@ -7,7 +7,10 @@ export interface ChangeEvent {
   readonly previousFingerprint: string | undefined;
   /** The new, validated config. */
   readonly config: ConnectionConfig;
-  /** ms since epoch: the newest mtime among the files read (when the file changed). */
+  /**
+   * ms since epoch: the newest mtime among the files read (when the file changed); for a
+   * kubelet volume, of its `..data` link too (when the new version became visible).
+   */
   readonly changedAt: number;
   /**
    * ms since epoch: when the watcher saw the first file-system event of this change (a

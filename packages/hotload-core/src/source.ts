@@ -25,7 +25,10 @@ export interface ConnectionSource {
 /** A config and the time its content last changed. */
 export interface SourceSnapshot {
   readonly config: ConnectionConfig;
-  /** ms since epoch: the newest mtime among the files read. */
+  /**
+   * ms since epoch: the newest mtime among the files read, and for a kubelet volume of its
+   * `..data` link (the swap that made the version visible).
+   */
   readonly changedAt: number;
   /**
    * True when the read is one whole published version by construction: one directory

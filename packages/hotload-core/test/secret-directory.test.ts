@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, symlink } from 'node:fs/promises';
+import { chmod, lstat, mkdir, symlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inspect, promisify } from 'node:util';
@@ -284,5 +284,26 @@ describe('SecretDirectorySource: kubelet layout', () => {
     await reader;
     expect(seen.length).toBeGreaterThan(0);
     for (const fingerprint of seen) expect(allowed.has(fingerprint)).toBe(true);
+  });
+});
+
+describe('SecretDirectorySource: when a kubelet volume changed', () => {
+  it('dates a version from its ..data swap, not from its files (written before the swap)', async () => {
+    await writeSecretAtomically(dir, { host: 'h', user: 'u', dbname: 'd', password: SECRET });
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    // The files keep an old mtime, as files written (or synced) well before the swap would.
+    for (const name of ['host', 'user', 'dbname', 'password'])
+      await utimes(join(dir, name), anHourAgo, anHourAgo);
+    const link = await lstat(join(dir, '..data'));
+    const snapshot = await new SecretDirectorySource(dir).readSnapshot();
+    expect(snapshot.changedAt).toBe(link.mtimeMs);
+  });
+
+  it('dates a plain directory from its newest file', async () => {
+    await writeFiles(dir, { host: 'h', user: 'u', dbname: 'd' });
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    for (const name of ['host', 'user', 'dbname']) await utimes(join(dir, name), anHourAgo, anHourAgo);
+    const snapshot = await new SecretDirectorySource(dir).readSnapshot();
+    expect(snapshot.changedAt).toBeCloseTo(anHourAgo.getTime(), 0);
   });
 });
