@@ -142,7 +142,7 @@ export interface DatabaseClaim {
   /**
    * How an instance change cuts over once the target is in sync: `Automatic` (the default)
    * at once; `Manual` keeps replicating, publishes `<secretName>-canary` pointing at the
-   * target, and waits for {@link cutoverApproved}.
+   * target, and waits for {@link DatabaseClaim.cutoverApproved}.
    */
   readonly cutover?: 'Automatic' | 'Manual';
   /** With `cutover: Manual`: cut over now. */

@@ -72,9 +72,10 @@ export function joinPath(a: string, b: string): string {
 }
 
 /**
- * One line per problem, for humans: `error: claims/a.yaml (claim default/a): spec.userName
- * is required`. A message phrased to follow its field ("is …", "must …") reads on from the
- * path; any other follows a colon.
+ * One line per problem, for humans:
+ * `error: claims/a.yaml (claim default/a): spec.userName is required`. A message phrased
+ * to follow its field ("is …", "must …") reads on from the path; any other follows a
+ * colon.
  */
 export function formatProblem(problem: Problem): string {
   const where = `${problem.file}${problem.claim ? ` (claim ${problem.claim})` : ''}`;

@@ -30,7 +30,7 @@ export const MANAGED_ROLE_MARKER = 'managed by hotload-claim-reconciler';
  * The base role's comment also names the one publisher of the claim's secret (an output
  * folder, later a Kubernetes Secret): `<marker>; publisher <id>`. A second publisher (a
  * second --out) would set a fresh password on a user the first one publishes, so it is
- * refused (see {@link EnsureOptions.publisher}).
+ * refused (see `EnsureOptions.publisher`).
  */
 export function publisherComment(publisher: string): string {
   return `${MANAGED_ROLE_MARKER}; publisher ${publisher}`;

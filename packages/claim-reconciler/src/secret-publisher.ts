@@ -105,8 +105,8 @@ export class SecretPublisher implements SecretSink {
   readonly #writer: AtomicSecretWriter;
 
   /**
-   * @param directory the secret folder
-   * @param lockFile the lock file that makes one writer at a time (see `folder-lock.ts`)
+   * @param directory - the secret folder
+   * @param lockFile - the lock file that makes one writer at a time (see `folder-lock.ts`)
    */
   constructor(
     readonly directory: string,
@@ -171,7 +171,7 @@ export class SecretPublisher implements SecretSink {
     return this.#writer.staleEntries();
   }
 
-  /** Removes what {@link stale} lists (it may hold a previous password that still works). */
+  /** Removes what {@link SecretPublisher.stale} lists (it may hold a previous password that still works). */
   async sweep(): Promise<void> {
     await this.#writer.sweep();
   }

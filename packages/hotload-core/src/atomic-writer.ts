@@ -80,7 +80,7 @@ export interface AtomicSecretWriterOptions {
  * A process killed between (3) and (7) leaves a timestamped folder that `..data` does not
  * point to: half written, or a whole copy of the previous secret whose credentials may
  * still work. Like the kubelet, every write first sweeps such folders (and a leftover
- * `..data_tmp`); {@link sweep} does it on demand, e.g. when a writer starts.
+ * `..data_tmp`); {@link AtomicSecretWriter.sweep} does it on demand, e.g. when a writer starts.
  *
  * Writes through one instance are serialized. Different instances (or processes) writing
  * the same directory are not coordinated, exactly as with the kubelet: a sweep removes
@@ -146,7 +146,10 @@ export class AtomicSecretWriter {
     return run;
   }
 
-  /** Names {@link sweep} would remove now: timestamped folders `..data` does not point to. */
+  /**
+   * Names {@link AtomicSecretWriter.sweep} would remove now: timestamped folders `..data`
+   * does not point to.
+   */
   async staleEntries(): Promise<string[]> {
     let entries: string[];
     try {

@@ -109,7 +109,7 @@ export class ConnectionConfig {
     });
   }
 
-  /** Like {@link create}, but returns the list of problems instead of throwing. */
+  /** Like {@link ConnectionConfig.create}, but returns the list of problems instead of throwing. */
   static tryCreate(init: ConnectionConfigInit): ConnectionConfig | ConfigProblem[] {
     const problems: ConfigProblem[] = [];
     const rawHosts =
@@ -171,7 +171,7 @@ export class ConnectionConfig {
     return other !== undefined && other.fingerprint === this.fingerprint;
   }
 
-  /** The same config with some fields replaced, validated like {@link create}. */
+  /** The same config with some fields replaced, validated like {@link ConnectionConfig.create}. */
   with(changes: ConnectionConfigChanges): ConnectionConfig {
     const next: ConnectionConfigInit = {
       hosts: this.hosts,

@@ -177,7 +177,7 @@ const missingHint = (key: 'host' | 'user' | 'dbname') =>
 /**
  * Directories of per-key files, merged: later directories override earlier ones, key by
  * key (a DSN in a later directory overrides every key it contains). Each directory is
- * read as described for {@link readDirectoryParams}; the required fields are checked on
+ * read as described for `readDirectoryParams`; the required fields are checked on
  * the merged result, so host/port may come from one mount and user/password from another.
  * Every directory must exist.
  */
@@ -223,7 +223,7 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
  * A Kubernetes Secret (or ConfigMap) volume, or any directory of per-key files, with the
  * database controller's key names: `hostname`/`host`, `port`, `username`/`user`,
  * `password`, `database`/`dbname`, `sslmode`, `dsn.txt`, `uri_dsn.txt`, and files named
- * after other libpq keywords. See {@link readDirectoryParams} for precedence and
+ * after other libpq keywords. See `readDirectoryParams` for precedence and
  * whitespace rules.
  */
 export class SecretDirectorySource extends SnapshotSource implements ConnectionSource {

@@ -21,7 +21,7 @@ export interface ClientFactory<Client> {
   /**
    * Closes a client under its holder after the drain timeout, so the holder's next call
    * fails with `error` (and, where the protocol allows, the server cancels its query).
-   * Default: {@link destroy}.
+   * Default: {@link ClientFactory.destroy}.
    */
   forceClose?(client: Client, error: Error): void;
 }

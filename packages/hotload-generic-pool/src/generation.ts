@@ -75,7 +75,10 @@ export class Generation<Client> {
     return this.#drained;
   }
 
-  /** Like {@link drain}, but clients still connecting give up first (a never-promoted candidate). */
+  /**
+   * Like {@link Generation.drain}, but clients still connecting give up first (a
+   * never-promoted candidate).
+   */
   discard(): Promise<void> {
     this.#closing.abort(new Error('hotload: generation discarded'));
     return this.drain();

@@ -29,7 +29,7 @@ export const LIFECYCLE_EVENTS = ['switch', 'verifyFailed', 'drained', 'forceClos
 export type PgPoolEvent = 'error' | 'release' | 'connect' | 'acquire' | 'remove';
 
 /**
- * A listener of one of pg.Pool's events, exactly as @types/pg types it (its `on` is
+ * A listener of one of pg.Pool's events, exactly as `@types/pg` types it (its `on` is
  * generic over the event with this conditional listener type since 8.11), so a hotload
  * Pool's `on` stays assignable to pg.Pool's.
  */

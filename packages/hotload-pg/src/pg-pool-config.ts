@@ -6,7 +6,7 @@ import type pg from 'pg';
  * `ConnectionConfig` has this shape; anything else with it (e.g. built in code) works too.
  */
 export interface ConnectionSettings {
-  /** The first host (the only one tried when {@link hosts} has fewer than two entries). */
+  /** The first host (the only one tried when {@link ConnectionSettings.hosts} has fewer than two entries). */
   readonly host: string;
   readonly port: number;
   /**

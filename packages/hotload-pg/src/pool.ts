@@ -74,7 +74,7 @@ const baseOptions = Symbol('hotload-pg.baseOptions');
  * changes, the manager verifies a new generation with a real connection, new checkouts
  * move to it at once, and the old one drains: idle clients close immediately,
  * checked-out clients close when released, and whatever is still checked out after
- * `drainTimeoutMillis` is force-closed with a {@link ForceClosedError}.
+ * `drainTimeoutMillis` is force-closed with a `ForceClosedError`.
  *
  * Checkouts never queue inside a generation: the pool keeps its own wait queue and asks a
  * generation for at most `max` clients, so waiters at switch time are served by the new
@@ -213,7 +213,7 @@ export class Pool extends pg.Pool {
     return super.on(event as 'error', listener as never);
   }
 
-  /** As {@link on}, for one event. */
+  /** As {@link Pool.(on:1)}, for one event. */
   override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
   override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {

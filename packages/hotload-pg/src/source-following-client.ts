@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { HotloadOptions } from './options.js';
 import { Pool } from './pool.js';
 
-/** A module `Client` class that follows a source (see {@link sourceFollowingClient}). */
+/** A module `Client` class that follows a source (see `sourceFollowingClient`). */
 export type SourceFollowingClientClass = typeof pg.Client & {
   /** Stops following the source (closes its watcher). Clients already open are not touched. */
   endSource(): Promise<void>;

@@ -25,7 +25,7 @@ export interface PostgresGeneration {
  * is still in use" at the deadline; its force-close sends a cancel request for every query
  * still running (postgres.js's `query.cancel()`; terminating the connection alone would
  * leave the server running the query until it next writes to the client), and those
- * queries fail with the {@link ForceClosedError}.
+ * queries fail with the `ForceClosedError`.
  */
 export class PostgresJsDriver
   implements GenerationDriver<PostgresGeneration, postgres.ReservedSql, PostgresGeneration>

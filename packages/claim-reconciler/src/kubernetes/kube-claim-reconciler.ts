@@ -29,7 +29,7 @@ export interface KubeClaimReconcilerOptions {
   /** Master connections per instance; default 4. */
   readonly maxConnectionsPerInstance?: number;
   /**
-   * The publisher recorded on each claim's base role ({@link DEFAULT_PUBLISHER_ID} by
+   * The publisher recorded on each claim's base role (`DEFAULT_PUBLISHER_ID` by
    * default): claims a folder-mode output (or another cluster) publishes are refused.
    */
   readonly publisherId?: string;

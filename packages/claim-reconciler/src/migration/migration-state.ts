@@ -55,7 +55,7 @@ export interface MigrationState {
   readonly cutoverAt: string | null;
   /** The source WAL position the target had to confirm before the link was dropped. */
   readonly finalLsn: string | null;
-  /** When the target confirmed {@link finalLsn} (every table copied too): the link may go. */
+  /** When the target confirmed {@link MigrationState.finalLsn} (every table copied too): the link may go. */
   readonly finalConfirmedAt: string | null;
   /** Source sessions terminated after the drain grace period. */
   readonly sessionsTerminated: number | null;

@@ -4,9 +4,9 @@ import type { ForceClosedError } from './force-closed-error.js';
 /**
  * One connection a driver lends the manager to verify a candidate generation: the
  * manager runs `SELECT 1` (and `SHOW transaction_read_only` when the config asks for a
- * writable host) through {@link query}, hands {@link client} to the user's `prepare`
- * hook, then calls {@link release} (with the failure, if any, so the driver drops the
- * connection instead of keeping it).
+ * writable host) through {@link VerifySession.query}, hands {@link VerifySession.client}
+ * to the user's `prepare` hook, then calls {@link VerifySession.release} (with the
+ * failure, if any, so the driver drops the connection instead of keeping it).
  */
 export interface VerifySession<Client> {
   /** The driver's own client, as the user's `prepare` hook receives it. */
@@ -29,7 +29,8 @@ export interface VerifySession<Client> {
  *
  * @typeParam Generation - the driver's handle of one generation
  * @typeParam Client - the client a verify session (and the `prepare` hook) gets
- * @typeParam Connection - what {@link inUse} lists and {@link forceClose} closes
+ * @typeParam Connection - what {@link GenerationDriver.inUse} lists and
+ * {@link GenerationDriver.forceClose} closes
  */
 export interface GenerationDriver<Generation, Client, Connection = Client> {
   /**
@@ -57,7 +58,8 @@ export interface GenerationDriver<Generation, Client, Connection = Client> {
   /**
    * Closes one connection under its holder after the drain deadline: what the holder does
    * next fails with `error`. Where the protocol allows, also ask the server to cancel the
-   * query it runs for it. {@link drain} must then resolve once the connection is gone.
+   * query it runs for it. {@link GenerationDriver.drain} must then resolve once the
+   * connection is gone.
    */
   forceClose(generation: Generation, connection: Connection, error: ForceClosedError): void;
   /** Closes a candidate that was never promoted (failed, superseded or cancelled), at once. */

@@ -58,9 +58,9 @@ const noop = (): void => {};
  * re-runs host selection.
  *
  * What a generation *is* belongs to the {@link GenerationDriver}. A source that is
- * missing or invalid at start is still watched: {@link whenServing} fails fast with its
- * `SourceError` meanwhile, and the first valid config serves. No timer or watch keeps
- * the process alive on its own.
+ * missing or invalid at start is still watched: {@link GenerationManager.whenServing}
+ * fails fast with its `SourceError` meanwhile, and the first valid config serves. No
+ * timer or watch keeps the process alive on its own.
  */
 export class GenerationManager<Generation, Client, Connection = Client>
   extends EventEmitter<LifecycleEvents>
@@ -136,7 +136,7 @@ export class GenerationManager<Generation, Client, Connection = Client>
     return this.#current?.config;
   }
 
-  /** True once {@link close} was called. */
+  /** True once {@link GenerationManager.close} was called. */
   get closed(): boolean {
     return this.#closed;
   }

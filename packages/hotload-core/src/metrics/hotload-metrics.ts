@@ -83,8 +83,8 @@ export class HotloadMetrics {
   readonly #connections: Gauge;
 
   /**
-   * @param source the `source` label: a user-given name, or the source's description
-   * @param options registry and prom-client module (both optional)
+   * @param source - the `source` label: a user-given name, or the source's description
+   * @param options - registry and prom-client module (both optional)
    */
   constructor(source: string, options: HotloadMetricsOptions = {}) {
     this.source = source;
