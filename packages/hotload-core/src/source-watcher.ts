@@ -74,14 +74,15 @@ function millisOption(name: string, value: number | undefined, fallback: number)
  * overlap, and events that arrive while a read runs cause exactly one more read after it.
  * Events about the kubelet's timestamped folders are skipped (they change nothing a read
  * sees), so a kubelet write is read from its swap on; an earlier event (a key file
- * created ahead of the swap) may still start a read before it, and the swap reads again. Sources read consistently (a
- * `..data` swap mid-read makes the read start over), so reading during a burst is safe.
+ * created ahead of the swap) may still start a read before it, and the swap reads again.
+ * Sources read consistently (a `..data` swap mid-read makes the read start over), so
+ * reading during a burst is safe.
  *
  * A read during which more events arrived is emitted only if the next read agrees (see
  * `#reread`): half-way states of non-atomic edits are not emitted. A read through a
  * kubelet `..data` snapshot ({@link SourceSnapshot.atomic}) cannot be half-way and is
- * emitted at once. Repeated identical
- * errors are emitted once until the source changes or recovers.
+ * emitted at once. Repeated identical errors are emitted once until the source changes or
+ * recovers.
  *
  * Where file events do not come (NFS, some CSI drivers, an edit below the watched level),
  * `watchMode: 'polling'` makes chokidar stat the same paths instead (its stat comparisons

@@ -1,7 +1,7 @@
-import { GenerationManager } from 'hotload-core';
+import { GenerationManager, type PgWireModule } from 'hotload-core';
 import type { Knex } from 'knex';
 import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
-import { KnexDriver, type PgModule, type PgProbeClient } from './knex-driver.js';
+import { KnexDriver, type PgProbeClient } from './knex-driver.js';
 import type { KnexGeneration } from './knex-generation.js';
 import { openObservingClient } from './knex-pg-internals.js';
 import { type HotloadKnexOptions, rejectRenamedOptions } from './options.js';
@@ -96,7 +96,7 @@ export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClas
       this.hotload = new GenerationManager(
         new KnexDriver({
           staticSettings: this.staticSettings,
-          pg: () => this.driver as PgModule,
+          pg: () => this.driver as PgWireModule,
           pool: () => this.pool,
           openRawConnection: (generation, onCreated) =>
             openObservingClient(this, onCreated, () => this.openRawConnection(generation)),

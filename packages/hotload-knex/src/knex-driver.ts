@@ -18,15 +18,12 @@ export interface PgProbeClient {
   query(sql: string): Promise<{ rows: Array<Record<string, unknown>> }>;
 }
 
-/** The pg module as the driver uses it: `Connection` for cancel requests. */
-export type PgModule = PgWireModule;
-
 /** What the driver needs from the Knex client it drives (kept off the public surface). */
 export interface KnexPort {
   /** Knex's pg client's static `connection` settings (no connection fields). */
   readonly staticSettings: Readonly<Record<string, unknown>>;
-  /** The pg module Knex loaded. */
-  pg(): PgModule;
+  /** The pg module Knex loaded (its `Connection` sends cancel requests). */
+  pg(): PgWireModule;
   /** Knex's tarn pool (undefined with `pool.max: 0` or after destroy). */
   pool(): unknown;
   /**

@@ -112,7 +112,7 @@ export class Generation {
     return this.#limit < this.max;
   }
 
-  /** True once {@link drain} has finished. */
+  /** True once {@link Generation.drain} has finished. */
   closed = false;
 
   /**
@@ -191,7 +191,7 @@ export class Generation {
   /**
    * Drains the generation: idle clients close at once, checked-out ones when released
    * (pg-pool's own `end()`); resolves when the last socket is gone. Idempotent. The drain
-   * deadline is the lifecycle manager's: it force-closes what {@link inUse} lists.
+   * deadline is the lifecycle manager's: it force-closes what {@link Generation.inUse} lists.
    */
   drain(): Promise<void> {
     this.#closing ??= this.#close();
@@ -216,7 +216,7 @@ export class Generation {
   }
 
   /**
-   * Closes one client of {@link inUse} under its holder: what the holder does next fails
+   * Closes one client of {@link Generation.inUse} under its holder: what the holder does next fails
    * with `error`, and the server is asked to cancel its query. A client still connecting
    * has its socket destroyed (a handshake the server never answers would otherwise hold
    * the drain forever). Clients that connect from now on are refused with `error`.

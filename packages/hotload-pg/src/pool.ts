@@ -7,8 +7,6 @@ import {
   isCredentialFailure,
   type LifecycleOptions,
   type ObservableLifecycle,
-  type ResolvedLifecycleOptions,
-  resolveLifecycleOptions,
   type SourceWatcher,
 } from 'hotload-core';
 import pg from 'pg';
@@ -100,8 +98,6 @@ export class Pool extends pg.Pool {
   readonly #name: string | undefined;
   /** Credential failures in a row on the serving generation: the growth pause backs off. */
   #credentialFailures = 0;
-  /** The lifecycle's timings, defaults applied (the credential wait's backoff uses them). */
-  readonly #timings: ResolvedLifecycleOptions;
 
   /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
   constructor(config?: PoolConfig) {
@@ -122,7 +118,6 @@ export class Pool extends pg.Pool {
       // The fixed config has nothing to watch or re-read.
       watcher: this.#fixed ? { watchMode: 'none', resyncIntervalMillis: 0 } : hotload?.watcher,
     };
-    this.#timings = resolveLifecycleOptions(lifecycle as LifecycleOptions<never>);
     // The manager runs the observers (metrics, logs, diagnostics) before it watches: a
     // constructor that throws leaves nothing running. Its watcher never keeps the process
     // alive (pg.Pool would not).
@@ -557,7 +552,7 @@ export class Pool extends pg.Pool {
 
   #pauseAfterCredentialFailure(generation: Generation): void {
     if (!generation.growthPaused) this.#credentialFailures++;
-    const { verifyRetryInitialMillis, verifyRetryMaxMillis } = this.#timings;
+    const { verifyRetryInitialMillis, verifyRetryMaxMillis } = this.#manager.options;
     generation.pauseGrowth(
       backoffDelay(this.#credentialFailures, verifyRetryInitialMillis, verifyRetryMaxMillis),
     );

@@ -131,6 +131,11 @@ export class GenerationManager<Generation, Client, Connection = Client>
     return this.#current?.id;
   }
 
+  /** The options it runs with, defaults applied (timings a driver may pace its own retries by). */
+  get options(): ResolvedLifecycleOptions {
+    return this.#options;
+  }
+
   /** The config the serving generation was built from (prints redacted). */
   get config(): ConnectionConfig | undefined {
     return this.#current?.config;
