@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { ForceClosedError } from './errors.js';
 import { forceCloseClient, isForceClosed } from './force-close.js';
+import { clientsOf } from './pg-pool-internals.js';
 
 /** Callback of a checkout: pg.Pool's `connect` callback shape. */
 export type CheckoutCallback = (
@@ -209,8 +210,8 @@ export class Generation {
   inUse(): pg.PoolClient[] {
     const clients: pg.PoolClient[] = [];
     for (const client of this.#clients) if (client[pgReleaseOf] !== undefined) clients.push(client);
-    for (const client of (this.pool as unknown as { _clients: TrackedClient[] })._clients) {
-      if (!this.#clients.has(client)) clients.push(client);
+    for (const client of clientsOf(this.pool)) {
+      if (!this.#clients.has(client as TrackedClient)) clients.push(client);
     }
     return clients;
   }

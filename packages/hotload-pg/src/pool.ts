@@ -23,7 +23,8 @@ import type { PoolConfig } from './options.js';
 import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
 import { toPgPoolConfig } from './pg-pool-config.js';
 import { PgPoolDriver } from './pg-pool-driver.js';
-import { type NodeCallback, promisify } from './promisify.js';
+import { clientsOf, idleItemsOf, type PgPoolPendingItem, pendingItemsOf } from './pg-pool-internals.js';
+import { type NodeCallback, promisify, rejectedWith } from './promisify.js';
 
 /**
  * A checkout the pool itself holds: waiting for capacity or for the first config, or
@@ -94,7 +95,11 @@ export class Pool extends pg.Pool {
   declare ending: boolean;
   /** True once `end()` has closed every generation (pg.Pool's field). */
   declare ended: boolean;
-  #ending: Promise<void> | undefined;
+  /**
+   * pg.Pool's `Promise` option (the global `Promise` by default; set by pg-pool's
+   * constructor): `connect()`, `query()` and `end()` without a callback return its promises.
+   */
+  declare readonly Promise: PromiseConstructorLike;
   readonly #name: string | undefined;
   /** Credential failures in a row on the serving generation: the growth pause backs off. */
   #credentialFailures = 0;
@@ -239,6 +244,19 @@ export class Pool extends pg.Pool {
         pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
       expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
     });
+    // pg-pool's internal lists, which code and tests written against pg-pool read
+    // (`pool._clients[0]`, `pool._idle.length`; see pg-pool-internals.ts): fresh arrays
+    // over every generation, and the waiting checkouts of this pool's own queue. Not in
+    // pg's typings, so not in this class's either. pg-pool's constructor assigns its own
+    // empty lists; the setters drop them (this pool never queues in its own pg-pool).
+    defineListGetters(prototype, {
+      _clients: (pool: Pool) => pool.#flatten(clientsOf),
+      _idle: (pool: Pool) => pool.#flatten(idleItemsOf),
+      _pendingQueue: (pool: Pool): PgPoolPendingItem[] => [
+        ...pool.#waiters.slice(pool.#connectingFirst()).map(({ callback }) => ({ callback })),
+        ...pool.#flatten(pendingItemsOf),
+      ],
+    });
     // `options`: pg-pool's options of the current generation (connection fields come from
     // the source). pg-pool's constructor writes (and completes) the base options through
     // the setter before this class's fields exist, hence the brand check in the getter.
@@ -267,16 +285,16 @@ export class Pool extends pg.Pool {
       const err = new Error(ENDED_MESSAGE);
       // pg-pool calls back with the error alone here.
       if (cb) return void (cb as (err: Error) => void)(err);
-      return Promise.reject(err);
+      return rejectedWith(this.Promise, err);
     }
-    const response = promisify<pg.PoolClient>(cb);
+    const response = promisify<pg.PoolClient>(this.Promise, cb);
     this.#checkout(response.callback as CheckoutCallback);
     return response.result;
   }
 
   #query(text: unknown, values: unknown, cb: unknown): unknown {
     if (typeof text === 'function') {
-      const response = promisify(text as NodeCallback<never>);
+      const response = promisify(this.Promise, text as NodeCallback<never>);
       setImmediate(() =>
         response.callback(
           new Error('Passing a function as the first parameter to pool.query is not supported'),
@@ -288,8 +306,9 @@ export class Pool extends pg.Pool {
       cb = values;
       values = undefined;
     }
-    if (isSubmittable(text)) return this.#querySubmittable(text, cb as QueryCallback | undefined);
-    const response = promisify<pg.QueryResult>(cb as QueryCallback | undefined);
+    if (isSubmittable(text))
+      return this.#querySubmittable(text, (cb || undefined) as QueryCallback | undefined);
+    const response = promisify<pg.QueryResult>(this.Promise, cb as QueryCallback | undefined);
     const done = response.callback;
     this.#checkout((err, client) => {
       if (err !== undefined || client === undefined) return done(err);
@@ -302,11 +321,15 @@ export class Pool extends pg.Pool {
         done(clientError);
       };
       client.once('error', onError);
+      // pg-pool's log lines for a query (to its `log` option; a no-op by default).
+      const logger = this as unknown as PgPoolLog;
+      logger.log('dispatching query');
       try {
         client.query(
           text as string,
           values as unknown[],
           (queryError: Error | null, result: pg.QueryResult) => {
+            logger.log('query dispatched');
             client.removeListener('error', onError);
             if (released) return;
             released = true;
@@ -354,15 +377,16 @@ export class Pool extends pg.Pool {
     if (this.ending) {
       // pg-pool's answer to a second end(), word for word.
       const err = new Error('Called end on pool more than once');
-      if (cb === undefined) return Promise.reject(err);
+      if (!cb) return rejectedWith(this.Promise, err);
       cb(err);
       return undefined;
     }
     this.ending = true;
-    this.#ending = this.#closeAll();
-    if (cb === undefined) return this.#ending;
-    this.#ending.then(() => cb(), cb);
-    return undefined;
+    const response = promisify<void>(this.Promise, cb);
+    // As pg-pool, the callback is called with no arguments once the pool has ended.
+    const ended = response.callback as (err?: Error) => void;
+    this.#closeAll().then(() => ended(), ended);
+    return response.result;
   }
 
   async #closeAll(): Promise<void> {
@@ -575,6 +599,13 @@ export class Pool extends pg.Pool {
     for (const generation of this.#generations) this.#forward(generation, name);
   };
 
+  /** `list` of every generation's pool, oldest generation first. */
+  #flatten<T>(list: (pool: pg.Pool) => readonly T[]): T[] {
+    const items: T[] = [];
+    for (const generation of this.#generations) items.push(...list(generation.pool));
+    return items;
+  }
+
   #sum(count: (pool: pg.Pool) => number): number {
     let total = 0;
     for (const generation of this.#generations) total += count(generation.pool);
@@ -597,6 +628,24 @@ function defineGetters<T>(prototype: T, getters: Record<string, (instance: T) =>
       },
     });
   }
+}
+
+/** Defines getters of fresh arrays on `prototype`, whose setters drop what is assigned. */
+function defineListGetters<T>(prototype: T, getters: Record<string, (instance: T) => unknown[]>): void {
+  for (const [name, get] of Object.entries(getters)) {
+    Object.defineProperty(prototype, name, {
+      configurable: true,
+      get(this: T) {
+        return get(this);
+      },
+      set: noop,
+    });
+  }
+}
+
+/** pg-pool's `log` member: its `log` option, or a no-op (set by its constructor; not in pg's typings). */
+interface PgPoolLog {
+  log(message: string): void;
 }
 
 /** pg's Client#query without its overloads, for the submittable-with-callback form its types omit. */
