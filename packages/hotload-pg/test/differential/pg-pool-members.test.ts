@@ -1,0 +1,131 @@
+/**
+ * pg-pool's members that programs and tests written against pg-pool read, differentially:
+ * its internal lists (`_clients`, `_idle`, `_pendingQueue`), `Client` and `log`; and the
+ * `connectionString` option handed to the `Client`.
+ */
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { Differential, once } from './differential.js';
+import type { AnyPool, Recorder } from './recorder.js';
+
+const diff = new Differential();
+
+/** pg-pool's members outside pg's typings. */
+interface PgPoolMembers {
+  readonly _clients: pg.Client[];
+  readonly _idle: Array<{ client: pg.Client }>;
+  readonly _pendingQueue: unknown[];
+  readonly Client: unknown;
+  readonly log: unknown;
+}
+
+const members = (pool: AnyPool) => pool as unknown as PgPoolMembers;
+
+/** The lists' lengths and which clients they hold, with the counters (recorded by the step). */
+function stepLists(rec: Recorder, step: string): void {
+  const { _clients, _idle, _pendingQueue } = members(rec.pool);
+  rec.step(step, {
+    clients: _clients.map((client) => rec.idOf('client', client)),
+    idle: _idle.map((item) => rec.idOf('client', item.client)),
+    pending: _pendingQueue.length,
+  });
+}
+
+describe("pg-pool's internal lists (same as pg.Pool)", () => {
+  it('_clients, _idle and _pendingQueue follow checkouts, waiters and releases', async () => {
+    await diff.expectSame({ max: 2 }, async ({ pool, rec }) => {
+      stepLists(rec, 'new');
+      const a = await pool.connect();
+      stepLists(rec, 'one checked out');
+      const b = await pool.connect();
+      const waiting = pool.connect();
+      stepLists(rec, 'two checked out, one waiting');
+      a.release();
+      const c = await waiting;
+      stepLists(rec, 'waiter served');
+      b.release();
+      c.release();
+      stepLists(rec, 'all idle');
+    });
+  });
+
+  it('_clients[0].end() under a running pool.query fails the query', async () => {
+    await diff.expectSame({ max: 1 }, async ({ pool, rec }) => {
+      pool.on('error', () => {}); // the ended client may report its socket too, as with pg.Pool
+      const acquired = once(pool, 'acquire');
+      const query = pool.query('SELECT pg_sleep(30)');
+      await acquired;
+      stepLists(rec, 'query running');
+      await members(pool)._clients[0]!.end();
+      await rec.settle('query', query);
+      await rec.allRemoved();
+      stepLists(rec, 'client gone');
+    });
+  });
+});
+
+describe('Client and log (same as pg.Pool)', () => {
+  it('Client: pg.Client by default, else the option', async () => {
+    class TaggedClient extends pg.Client {}
+    await diff.expectSame({}, async ({ pool, rec }) => {
+      rec.step('default Client', { isPgClient: members(pool).Client === pg.Client });
+    });
+    await diff.expectSame({ Client: TaggedClient } as pg.PoolConfig, async ({ pool, rec }) => {
+      rec.step('Client option', { isTagged: members(pool).Client === TaggedClient });
+    });
+  });
+
+  it("log: pg-pool's lines reach the option, the same ones up to end()", async () => {
+    let lines: string[] = [];
+    const log = (line: string) => lines.push(line);
+    await diff.expectSame(
+      { max: 1, log } as pg.PoolConfig,
+      async ({ pool, rec }) => {
+        lines = [];
+        rec.step('pool.log is the option', { same: members(pool).log === log });
+        await pool.query('SELECT 1');
+        const held = await pool.connect();
+        const queued = pool.query('SELECT 2');
+        held.release();
+        await queued;
+        const removed = once(pool, 'remove'); // pg-pool removes a client released with an error
+        await pool.query('SELECT * FROM no_such_table').catch(() => {});
+        await removed;
+        // How end() interleaves with the last client's removal differs (see end.test.ts).
+        rec.step('lines before end', { lines: [...lines] });
+        await pool.end();
+        rec.note('ending logged', { ending: lines.includes('ending') });
+      },
+      { ignoreEvents: ['remove'] },
+    );
+  });
+});
+
+describe('connectionString reaches the Client (the source replaces it on purpose)', () => {
+  it('pg.Pool and hotload static pass it to the Client; with a source the Client gets the source instead', async () => {
+    const connectionString = 'postgres://someone:secret@db.invalid:1234/somedb';
+    const seen: Array<Record<string, unknown>> = [];
+    // A client that records what the pool built it with and never connects.
+    function RecordingClient(this: unknown, settings: Record<string, unknown>) {
+      seen.push({ connectionString: settings.connectionString, host: settings.host });
+      return { connect: (cb: (err: Error) => void) => cb(new Error('not connecting')), on: () => {} };
+    }
+    const recordings = await diff.record(
+      { connectionString, Client: RecordingClient } as pg.PoolConfig,
+      async ({ rec }) => {
+        seen.length = 0;
+        await rec.settle('connect', rec.pool.connect());
+        rec.note('client settings', [...seen]);
+      },
+    );
+    const settingsOf = (kind: keyof typeof recordings) =>
+      recordings[kind].find((entry) => 'step' in entry && entry.step === 'client settings');
+    for (const kind of ['pg.Pool', 'hotload static'] as const) {
+      expect(settingsOf(kind), kind).toMatchObject({ value: [{ connectionString }] });
+    }
+    expect(settingsOf('hotload source')).toMatchObject({
+      value: [{ connectionString: undefined, host: diff.cluster.host }],
+    });
+    expect(recordings['hotload static']).toEqual(recordings['pg.Pool']);
+  });
+});
