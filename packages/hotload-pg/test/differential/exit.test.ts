@@ -56,6 +56,19 @@ describe('a pool never ended lets the process exit (same as pg.Pool)', () => {
   );
 
   it(
+    'allowExitOnIdle with maxLifetimeSeconds: the lifetime timer does not hold the process either',
+    async () => {
+      const seen = await expectSameExit({
+        allowExitOnIdle: true,
+        maxLifetimeSeconds: 60,
+        idleTimeoutMillis: 30_000,
+      });
+      expect(seen).not.toContainEqual({ event: 'remove' });
+    },
+    3 * HANG_GUARD_MILLIS,
+  );
+
+  it(
     'without it: exits once the idle client timed out and was removed',
     async () => {
       const seen = await expectSameExit({ idleTimeoutMillis: 100 });
