@@ -95,11 +95,6 @@ export class Pool extends pg.Pool {
   declare ending: boolean;
   /** True once `end()` has closed every generation (pg.Pool's field). */
   declare ended: boolean;
-  /**
-   * pg.Pool's `Promise` option (the global `Promise` by default; set by pg-pool's
-   * constructor): `connect()`, `query()` and `end()` without a callback return its promises.
-   */
-  declare readonly Promise: PromiseConstructorLike;
   readonly #name: string | undefined;
   /** Credential failures in a row on the serving generation: the growth pause backs off. */
   #credentialFailures = 0;
@@ -271,6 +266,11 @@ export class Pool extends pg.Pool {
     });
   }
 
+  /** This pool's members that pg-pool's constructor set (see {@link PgPoolMembers}). */
+  get #own(): PgPoolMembers {
+    return this as unknown as PgPoolMembers;
+  }
+
   /**
    * Checkouts waiting for the first config, up to `max`: pg.Pool would be connecting a
    * client for each already, and counts them in `totalCount` (not `waitingCount`).
@@ -285,16 +285,16 @@ export class Pool extends pg.Pool {
       const err = new Error(ENDED_MESSAGE);
       // pg-pool calls back with the error alone here.
       if (cb) return void (cb as (err: Error) => void)(err);
-      return rejectedWith(this.Promise, err);
+      return rejectedWith(this.#own.Promise, err);
     }
-    const response = promisify<pg.PoolClient>(this.Promise, cb);
+    const response = promisify<pg.PoolClient>(this.#own.Promise, cb);
     this.#checkout(response.callback as CheckoutCallback);
     return response.result;
   }
 
   #query(text: unknown, values: unknown, cb: unknown): unknown {
     if (typeof text === 'function') {
-      const response = promisify(this.Promise, text as NodeCallback<never>);
+      const response = promisify(this.#own.Promise, text as NodeCallback<never>);
       setImmediate(() =>
         response.callback(
           new Error('Passing a function as the first parameter to pool.query is not supported'),
@@ -308,7 +308,7 @@ export class Pool extends pg.Pool {
     }
     if (isSubmittable(text))
       return this.#querySubmittable(text, (cb || undefined) as QueryCallback | undefined);
-    const response = promisify<pg.QueryResult>(this.Promise, cb as QueryCallback | undefined);
+    const response = promisify<pg.QueryResult>(this.#own.Promise, cb as QueryCallback | undefined);
     const done = response.callback;
     this.#checkout((err, client) => {
       if (err !== undefined || client === undefined) return done(err);
@@ -322,7 +322,7 @@ export class Pool extends pg.Pool {
       };
       client.once('error', onError);
       // pg-pool's log lines for a query (to its `log` option; a no-op by default).
-      const logger = this as unknown as PgPoolLog;
+      const logger = this.#own;
       logger.log('dispatching query');
       try {
         client.query(
@@ -377,12 +377,12 @@ export class Pool extends pg.Pool {
     if (this.ending) {
       // pg-pool's answer to a second end(), word for word.
       const err = new Error('Called end on pool more than once');
-      if (!cb) return rejectedWith(this.Promise, err);
+      if (!cb) return rejectedWith(this.#own.Promise, err);
       cb(err);
       return undefined;
     }
     this.ending = true;
-    const response = promisify<void>(this.Promise, cb);
+    const response = promisify<void>(this.#own.Promise, cb);
     // As pg-pool, the callback is called with no arguments once the pool has ended.
     const ended = response.callback as (err?: Error) => void;
     this.#closeAll().then(() => ended(), ended);
@@ -643,8 +643,14 @@ function defineListGetters<T>(prototype: T, getters: Record<string, (instance: T
   }
 }
 
-/** pg-pool's `log` member: its `log` option, or a no-op (set by its constructor; not in pg's typings). */
-interface PgPoolLog {
+/**
+ * Members pg-pool's constructor sets from the options, which pg's typings do not declare
+ * (so neither does this class): `Promise`, the class of the promises `connect()`, `query()`
+ * and `end()` return without a callback (the `Promise` option, else the global one), and
+ * `log`, where pg-pool writes its debug lines (the `log` option, else a no-op).
+ */
+interface PgPoolMembers {
+  readonly Promise: PromiseConstructorLike;
   log(message: string): void;
 }
 

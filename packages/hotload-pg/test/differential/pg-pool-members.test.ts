@@ -111,7 +111,7 @@ describe('connectionString reaches the Client (the source replaces it on purpose
       return { connect: (cb: (err: Error) => void) => cb(new Error('not connecting')), on: () => {} };
     }
     const recordings = await diff.record(
-      { connectionString, Client: RecordingClient } as pg.PoolConfig,
+      { connectionString, Client: RecordingClient } as unknown as pg.PoolConfig,
       async ({ rec }) => {
         seen.length = 0;
         await rec.settle('connect', rec.pool.connect());
