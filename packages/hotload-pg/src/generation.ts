@@ -48,12 +48,17 @@ export interface GenerationHooks {
 export class Generation {
   /** The generation's own pool; queries run on its clients. */
   readonly pool: pg.Pool;
-  /** pg-pool's `max`: never more checkouts than this are asked of {@link pool}. */
-  readonly max: number;
+  /**
+   * pg-pool's `max`, read live as pg-pool reads it (a program may change
+   * `pool.options.max`): never more checkouts than this are asked of {@link pool}.
+   */
+  get max(): number {
+    return this.pool.options.max;
+  }
   /** Checkouts asked of this generation and not yet given back (connecting ones included). */
   outstanding = 0;
-  /** `max`, or less while growth is paused after a failed connect (see {@link pauseGrowth}). */
-  #limit: number;
+  /** Set while growth is paused after a failed connect: checkouts allowed meanwhile (see {@link pauseGrowth}). */
+  #pausedLimit: number | undefined;
   #growthTimer: NodeJS.Timeout | undefined;
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
@@ -72,8 +77,6 @@ export class Generation {
     private readonly hooks: GenerationHooks,
   ) {
     this.pool = new pg.Pool(config);
-    this.max = this.pool.options.max;
-    this.#limit = this.max;
     this.pool.on('connect', (client) => this.#clients.add(client as TrackedClient));
     if (hooks.onError !== undefined) this.pool.on('error', (err) => hooks.onError?.(this, err));
     this.pool.on('remove', (client) => {
@@ -84,7 +87,7 @@ export class Generation {
 
   /** True while a checkout would not have to wait inside the generation's pool. */
   hasCapacity(): boolean {
-    return this.outstanding < this.#limit;
+    return this.outstanding < (this.#pausedLimit ?? this.max);
   }
 
   /** Connected clients whose socket is not closed yet. */
@@ -99,10 +102,10 @@ export class Generation {
    * secret: the old generation cannot grow any more, but its clients still serve.
    */
   pauseGrowth(millis: number): void {
-    this.#limit = Math.min(this.#limit, this.outstanding);
+    this.#pausedLimit = Math.min(this.#pausedLimit ?? this.max, this.outstanding);
     clearTimeout(this.#growthTimer);
     this.#growthTimer = setTimeout(() => {
-      this.#limit = this.max;
+      this.#pausedLimit = undefined;
       this.hooks.onCheckin(this); // retry one connection for whoever waits
     }, millis);
     this.#growthTimer.unref();
@@ -110,7 +113,7 @@ export class Generation {
 
   /** True while {@link pauseGrowth} holds new connections back. */
   get growthPaused(): boolean {
-    return this.#limit < this.max;
+    return this.#pausedLimit !== undefined && this.#pausedLimit < this.max;
   }
 
   /** True once {@link Generation.drain} has finished. */

@@ -421,6 +421,9 @@ export class Pool extends pg.Pool {
     const connecting = current === undefined && this.#waiters.length < this.options.max;
     const waiter = this.#newWaiter(callback, connecting);
     this.#queue(waiter);
+    // Room may have appeared without a checkin (a program raised `pool.options.max`, which
+    // pg-pool reads live): serve the queue, first come first served.
+    if (current?.hasCapacity()) this.#serveWaiters();
     // No generation yet: served on the first promotion, or failed at once with the
     // SourceError while the source is invalid.
     if (current === undefined) {

@@ -109,6 +109,18 @@ describe('pool.connect (same as pg.Pool)', () => {
     });
   });
 
+  it('pool.options.max raised at run time: the pool grows (pg-pool reads it live)', async () => {
+    await diff.expectSame({ max: 1 }, async ({ pool, rec }) => {
+      await pool.query('SELECT 1');
+      pool.options.max = 2;
+      const a = await pool.connect();
+      const b = await pool.connect();
+      rec.step('two checked out', { clients: [rec.idOf('client', a), rec.idOf('client', b)] });
+      a.release();
+      b.release();
+    });
+  });
+
   it('the Client option: clients are built from the given class', async () => {
     class TaggedClient extends pg.Client {
       readonly tag = 'tagged';
