@@ -244,14 +244,18 @@ export class Pool extends pg.Pool {
     // over every generation, and the waiting checkouts of this pool's own queue. Not in
     // pg's typings, so not in this class's either. pg-pool's constructor assigns its own
     // empty lists; the setters drop them (this pool never queues in its own pg-pool).
-    defineListGetters(prototype, {
-      _clients: (pool: Pool) => pool.#flatten(clientsOf),
-      _idle: (pool: Pool) => pool.#flatten(idleItemsOf),
-      _pendingQueue: (pool: Pool): PgPoolPendingItem[] => [
-        ...pool.#waiters.slice(pool.#connectingFirst()).map(({ callback }) => ({ callback })),
-        ...pool.#flatten(pendingItemsOf),
-      ],
-    });
+    defineGetters(
+      prototype,
+      {
+        _clients: (pool: Pool) => pool.#flatten(clientsOf),
+        _idle: (pool: Pool) => pool.#flatten(idleItemsOf),
+        _pendingQueue: (pool: Pool): PgPoolPendingItem[] => [
+          ...pool.#waiters.slice(pool.#connectingFirst()).map(({ callback }) => ({ callback })),
+          ...pool.#flatten(pendingItemsOf),
+        ],
+      },
+      noop,
+    );
     // `options`: pg-pool's options of the current generation (connection fields come from
     // the source). pg-pool's constructor writes (and completes) the base options through
     // the setter before this class's fields exist, hence the brand check in the getter.
@@ -621,27 +625,22 @@ export function lifecycleOf(pool: Pool): ObservableLifecycle {
   return lifecycleOfPool(pool);
 }
 
-/** Defines read-only getters on `prototype`, each computed from the instance. */
-function defineGetters<T>(prototype: T, getters: Record<string, (instance: T) => number>): void {
+/**
+ * Defines getters on `prototype`, each computed from the instance. With `set`, writes go
+ * to it (for members pg-pool's constructor assigns); without, the members are read-only.
+ */
+function defineGetters<T>(
+  prototype: T,
+  getters: Record<string, (instance: T) => unknown>,
+  set?: (this: T, value: unknown) => void,
+): void {
   for (const [name, get] of Object.entries(getters)) {
     Object.defineProperty(prototype, name, {
       configurable: true,
       get(this: T) {
         return get(this);
       },
-    });
-  }
-}
-
-/** Defines getters of fresh arrays on `prototype`, whose setters drop what is assigned. */
-function defineListGetters<T>(prototype: T, getters: Record<string, (instance: T) => unknown[]>): void {
-  for (const [name, get] of Object.entries(getters)) {
-    Object.defineProperty(prototype, name, {
-      configurable: true,
-      get(this: T) {
-        return get(this);
-      },
-      set: noop,
+      ...(set ? { set } : {}),
     });
   }
 }
