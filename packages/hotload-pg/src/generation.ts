@@ -126,6 +126,17 @@ export class Generation {
    */
   checkout(callback: CheckoutCallback, direct = false, context?: unknown): void {
     this.outstanding++;
+    try {
+      this.#connect(callback, direct, context);
+    } catch (error) {
+      // pg-pool throws out of connect() when its Client cannot be built (an invalid
+      // connection string): the caller gets the throw, as from pg.Pool, and nothing is owed.
+      this.outstanding--;
+      throw error;
+    }
+  }
+
+  #connect(callback: CheckoutCallback, direct: boolean, context: unknown): void {
     this.pool.connect((err, client, pgRelease) => {
       if (err !== undefined || client === undefined) {
         const error = err ?? new Error('hotload-pg: checkout returned no client');

@@ -22,23 +22,44 @@ export class PgOptionsSource implements ConnectionSource {
   readonly config: ConnectionConfig;
 
   constructor(options: pg.PoolConfig) {
-    // pg.Client resolves options, connection string, PG* environment and pg.defaults; it opens nothing.
-    const resolved = new pg.Client(options);
-    const target = {
-      host: resolved.host,
-      port: resolved.port,
-      user: resolved.user ?? 'postgres',
-      database: resolved.database ?? resolved.user ?? 'postgres',
-    };
-    const config = Config.tryCreate(target);
-    // A target pg accepts but a config does not (an odd host or name): events name pg's defaults.
+    const target = targetOf(options);
+    const config = target && Config.tryCreate(target);
+    // Options pg cannot resolve, or a target a config does not accept (an odd host or
+    // name): events name pg's defaults.
     this.config =
       config instanceof Config
         ? config
-        : Config.create({ host: 'localhost', port: target.port, user: 'postgres', database: 'postgres' });
+        : Config.create({
+            host: 'localhost',
+            port: target?.port ?? 5432,
+            user: 'postgres',
+            database: 'postgres',
+          });
   }
 
   async read(): Promise<ConnectionConfig> {
     return this.config;
   }
+}
+
+/**
+ * Where `options` connect, as pg resolves them (options, connection string, PG* environment
+ * and pg.defaults, through a pg.Client that opens nothing); undefined if pg cannot (an
+ * invalid connection string): pg.Pool reports that when it connects, not when it is built.
+ */
+function targetOf(
+  options: pg.PoolConfig,
+): { host: string; port: number; user: string; database: string } | undefined {
+  let resolved: pg.Client;
+  try {
+    resolved = new pg.Client(options);
+  } catch {
+    return undefined;
+  }
+  return {
+    host: resolved.host,
+    port: resolved.port,
+    user: resolved.user ?? 'postgres',
+    database: resolved.database ?? resolved.user ?? 'postgres',
+  };
 }

@@ -1,13 +1,14 @@
 /**
  * Things that fail, differentially: the verify option, onConnect, a server refusing
- * connections (with a client held, and with max reached), and an idle client whose
- * backend is terminated (the pool's `error` event).
+ * connections (with a client held, and with max reached), an invalid connection string,
+ * and an idle client whose backend is terminated (the pool's `error` event).
  */
 import { createServer } from 'node:net';
 import { FaultProxy, newPassword } from 'hotload-test-support';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Differential, once } from './differential.js';
+import type { Recorder } from './recorder.js';
 
 const diff = new Differential();
 let proxy: FaultProxy;
@@ -162,6 +163,37 @@ describe('a server refusing connections (same as pg.Pool)', () => {
     HANG_GUARD,
   );
 });
+
+describe('an invalid connection string (same as pg.Pool)', () => {
+  // pg.Pool builds fine and fails each checkout (pg-pool builds a Client per connection,
+  // and the Client parses the string); a source replaces the connection string on purpose.
+  it('the pool is built; connect and query fail as pg.Pool fails them, and it ends', async () => {
+    await diff.expectSame(
+      { connectionString: 'postgres://someone@[::1/db', max: 2 },
+      async ({ pool, rec }) => {
+        rec.step('constructed');
+        for (const n of [1, 2, 3]) {
+          await attempt(rec, `connect ${n}`, () => pool.connect());
+          await attempt(rec, `query ${n}`, () => pool.query('SELECT 1'));
+        }
+        await rec.settle('end', pool.end());
+      },
+      { kinds: ['pg.Pool', 'hotload static'] },
+    );
+  });
+});
+
+/** Records whether `call` throws at once or returns a promise, then how that settles. */
+async function attempt(rec: Recorder, step: string, call: () => Promise<unknown>): Promise<void> {
+  let returned: Promise<unknown>;
+  try {
+    returned = call();
+  } catch (error) {
+    rec.step(`${step} threw`, error);
+    return;
+  }
+  await rec.settle(step, returned);
+}
 
 describe("an idle client's backend terminated (same as pg.Pool)", () => {
   it("the pool emits 'error' with the client, removes it, and goes on", async () => {
