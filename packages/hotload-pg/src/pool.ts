@@ -107,7 +107,6 @@ export class Pool extends pg.Pool {
     super(pgConfig);
     this.#config = pgConfig;
     this.#name = hotload?.name;
-    super.on('newListener' as 'error', this.#forwardOnDemand as never);
     this.#fixed = hotload?.source === undefined ? new PgOptionsSource(pgConfig) : undefined;
     const lifecycle: LifecycleOptions<pg.PoolClient> = {
       ...hotload,
@@ -205,6 +204,7 @@ export class Pool extends pg.Pool {
   override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override on<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
   override on(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
+    this.#forwardOnDemand(event);
     return super.on(event as 'error', listener as never);
   }
 
@@ -212,6 +212,7 @@ export class Pool extends pg.Pool {
   override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
   override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
+    this.#forwardOnDemand(event);
     return super.once(event, listener as (...args: unknown[]) => void);
   }
 
@@ -231,6 +232,18 @@ export class Pool extends pg.Pool {
       return this.#end(cb);
     } as pg.Pool['end'];
     lifecycleOfPool = (pool) => pool.#manager;
+    // The other ways to add a listener (`on` and `once` are above) forward on demand too.
+    for (const add of ['addListener', 'prependListener', 'prependOnceListener'] as const) {
+      const inherited = prototype[add];
+      prototype[add] = function addListener(
+        this: Pool,
+        event: string | symbol,
+        listener: (...args: unknown[]) => void,
+      ) {
+        this.#forwardOnDemand(event);
+        return inherited.call(this, event, listener);
+      } as Pool[typeof add];
+    }
     // pg.Pool types the counts as properties; pg-pool (and this class) makes them getters.
     defineGetters(prototype, {
       totalCount: (pool: Pool) => pool.#connectingFirst() + pool.#sum((generation) => generation.totalCount),
@@ -598,13 +611,18 @@ export class Pool extends pg.Pool {
     });
   }
 
-  /** Forwards connect/acquire/release/remove only once someone listens: nothing per query otherwise. */
-  readonly #forwardOnDemand = (event: string | symbol): void => {
+  /**
+   * Forwards connect/acquire/release/remove only once someone listens: nothing per query
+   * otherwise. Called by every method that adds a listener (rather than from a
+   * 'newListener' listener, which `removeAllListeners()` would remove and `eventNames()`
+   * would show, unlike pg.Pool's).
+   */
+  #forwardOnDemand(event: string | symbol): void {
     const name = event as ForwardedEvent;
     if (name === 'error' || !FORWARDED_EVENTS.includes(name) || this.#forwarded.has(name)) return;
     this.#forwarded.add(name);
     for (const generation of this.#generations) this.#forward(generation, name);
-  };
+  }
 
   /** `list` of every generation's pool, oldest generation first. */
   #flatten<T>(list: (pool: pg.Pool) => readonly T[]): T[] {
