@@ -109,6 +109,34 @@ describe('pool.connect (same as pg.Pool)', () => {
     });
   });
 
+  it('a callback is never called synchronously, even with an idle client', async () => {
+    await diff.expectSame({}, async ({ pool, rec }) => {
+      (await pool.connect()).release();
+      let called = false;
+      const connected = new Promise<pg.PoolClient>((resolve) =>
+        pool.connect((_err, client) => {
+          called = true;
+          resolve(client!);
+        }),
+      );
+      rec.step('right after connect(cb)', { called });
+      (await connected).release();
+    });
+  });
+
+  it('poolSize, the old name of max, bounds the pool', async () => {
+    await diff.expectSame({ poolSize: 2 } as pg.PoolConfig, async ({ pool, rec }) => {
+      const a = await pool.connect();
+      const b = await pool.connect();
+      const third = pool.connect();
+      rec.step('two checked out, one waiting', { max: pool.options.max });
+      a.release();
+      (await third).release();
+      b.release();
+      rec.step('all released');
+    });
+  });
+
   it('pool.options.max raised at run time: the pool grows (pg-pool reads it live)', async () => {
     await diff.expectSame({ max: 1 }, async ({ pool, rec }) => {
       await pool.query('SELECT 1');

@@ -79,6 +79,19 @@ describe('pool.query (same as pg.Pool)', () => {
     });
   });
 
+  it('pg options reach the clients (binary, application_name, statement_timeout)', async () => {
+    const options = { binary: true, application_name: 'differential', statement_timeout: 4321 };
+    await diff.expectSame(options, async ({ pool, rec }) => {
+      const client = await pool.connect();
+      rec.step('client', {
+        binary: (client as unknown as { binary: boolean }).binary,
+        settings: (await client.query('SHOW application_name')).rows,
+        timeout: (await client.query('SHOW statement_timeout')).rows,
+      });
+      client.release();
+    });
+  });
+
   it('a query whose session is terminated by the server rejects; its client is removed', async () => {
     await diff.expectSame({ max: 1 }, async ({ pool, rec, cluster }) => {
       const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
