@@ -99,9 +99,16 @@ export class Pool extends pg.Pool {
   /** Credential failures in a row on the serving generation: the growth pause backs off. */
   #credentialFailures = 0;
 
-  /** Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). */
-  constructor(config?: PoolConfig) {
-    const { hotload, ...pgConfig } = config ?? {};
+  /**
+   * Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}).
+   *
+   * @param Client - the client class, as pg-pool's own constructor takes it (the `Client`
+   * option wins; pg.Pool passes pg's `Client` there): code written against `pg-pool`
+   * switches too.
+   */
+  constructor(config?: PoolConfig, Client?: pg.PoolConfig['Client']) {
+    const { hotload, ...options } = config ?? {};
+    const pgConfig: pg.PoolConfig = Client && !options.Client ? { ...options, Client } : options;
     // pg-pool's constructor only records options (defaults applied, password hidden) and
     // empty queues; it opens nothing. Its queues stay unused: generations do the pooling.
     super(pgConfig);

@@ -1,8 +1,10 @@
 /**
  * pg-pool's members that programs and tests written against pg-pool read, differentially:
  * its internal lists (`_clients`, `_idle`, `_pendingQueue`), `Client` and `log`; and the
- * `connectionString` option handed to the `Client`.
+ * `connectionString` option handed to the `Client`; and, against pg-pool's own class, a
+ * Client class passed to the constructor second.
  */
+import { Pool } from 'hotload-pg';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Differential, once } from './differential.js';
@@ -127,5 +129,53 @@ describe('connectionString reaches the Client (the source replaces it on purpose
       value: [{ connectionString: undefined, host: diff.cluster.host }],
     });
     expect(recordings['hotload static']).toEqual(recordings['pg.Pool']);
+  });
+});
+
+describe("a Client class as pg-pool's constructor's second argument (pg-pool's, not pg.Pool's)", () => {
+  // pg.Pool passes pg's own Client there, so a second argument given to pg.Pool is
+  // ignored; pg-pool's class (`require('pg-pool')`) uses it unless the options name one.
+  // hotload-pg's Pool takes it as pg-pool does, so code written against pg-pool switches too.
+  const PgPoolClass = Object.getPrototypeOf(pg.Pool) as new (
+    options: pg.PoolConfig,
+    Client?: unknown,
+  ) => pg.Pool;
+  class TaggedClient extends pg.Client {}
+  class OptionClient extends pg.Client {}
+
+  /** Which class the clients of `pool` are, after one checkout. */
+  async function clientClassOf(pool: pg.Pool): Promise<string> {
+    try {
+      const client = await pool.connect();
+      client.release();
+      return client instanceof TaggedClient
+        ? 'Tagged'
+        : client instanceof OptionClient
+          ? 'Option'
+          : 'pg.Client';
+    } finally {
+      await pool.end();
+    }
+  }
+
+  it('used unless the options name a Client, as by pg-pool; ignored by pg.Pool', async () => {
+    const options = diff.connection();
+    const seen: Record<string, string[]> = {};
+    for (const [name, make] of [
+      ['pg-pool', (o: pg.PoolConfig) => new PgPoolClass(o, TaggedClient)],
+      ['hotload-pg', (o: pg.PoolConfig) => new Pool(o, TaggedClient) as unknown as pg.Pool],
+      ['pg.Pool', (o: pg.PoolConfig) => new (pg.Pool as unknown as typeof PgPoolClass)(o, TaggedClient)],
+    ] as const) {
+      seen[name] = [
+        await clientClassOf(make(options)),
+        await clientClassOf(make({ ...options, Client: OptionClient })),
+      ];
+    }
+    expect(seen['hotload-pg']).toEqual(seen['pg-pool']);
+    expect(seen).toEqual({
+      'pg-pool': ['Tagged', 'Option'],
+      'hotload-pg': ['Tagged', 'Option'],
+      'pg.Pool': ['pg.Client', 'Option'],
+    });
   });
 });
