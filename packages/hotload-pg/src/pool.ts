@@ -439,7 +439,8 @@ export class Pool extends pg.Pool {
       return;
     }
     if (this.ending) {
-      process.nextTick(() => callback(new Error(ENDED_MESSAGE), undefined, noop));
+      // At once, as pg-pool's connect() refuses an ended pool (pool.query's callback included).
+      callback(new Error(ENDED_MESSAGE), undefined, noop);
       return;
     }
     const connecting = current === undefined && this.#waiters.length < this.options.max;

@@ -102,6 +102,30 @@ describe('pool.end (same as pg.Pool, but for when it settles)', () => {
     );
   });
 
+  it('once end() is called, query, connect and end call back at once (synchronously)', async () => {
+    await diff.expectSame(
+      {},
+      async ({ pool, rec }) => {
+        await pool.query('SELECT 1');
+        const ending = pool.end();
+        const calls: string[] = [];
+        const refuse = () => {
+          pool.query('SELECT 1', (err: Error) => void calls.push(`query: ${err.message}`));
+          pool.connect((err) => void calls.push(`connect: ${err?.message}`));
+        };
+        refuse();
+        pool.end((err?: Error) => void calls.push(`end: ${err?.message}`));
+        rec.note('called back before returning, while ending', [...calls]);
+        await ending;
+        calls.length = 0;
+        refuse();
+        rec.note('called back before returning, ended', [...calls]);
+        await rec.allRemoved();
+      },
+      endRun,
+    );
+  });
+
   it('end() waits for a checked-out client; its release closes it and ends the pool', async () => {
     await diff.expectSame(
       {},
