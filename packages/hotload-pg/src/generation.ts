@@ -126,39 +126,51 @@ export class Generation {
    */
   checkout(callback: CheckoutCallback, direct = false, context?: unknown): void {
     this.outstanding++;
+    let answered = false;
     try {
-      this.#connect(callback, direct, context);
+      this.pool.connect((err, client, pgRelease) => {
+        answered = true;
+        this.#answer(callback, direct, context, err, client, pgRelease);
+      });
     } catch (error) {
       // pg-pool throws out of connect() when its Client cannot be built (an invalid
-      // connection string): the caller gets the throw, as from pg.Pool, and nothing is owed.
-      this.outstanding--;
+      // connection string): the caller gets the throw, as from pg.Pool, and nothing is
+      // owed. (A client class that answers at once may make the caller's own callback
+      // throw through here: that checkout was settled already.)
+      if (!answered) this.outstanding--;
       throw error;
     }
   }
 
-  #connect(callback: CheckoutCallback, direct: boolean, context: unknown): void {
-    this.pool.connect((err, client, pgRelease) => {
-      if (err !== undefined || client === undefined) {
-        const error = err ?? new Error('hotload-pg: checkout returned no client');
-        this.outstanding--;
-        if (!direct) this.hooks.onError?.(this, error);
-        if (direct || !this.hooks.onConnectFailed(this, error, callback, context)) {
-          callback(error, undefined, noop);
-        }
-        this.hooks.onCheckin(this);
-        return;
+  /** pg-pool answered a checkout: hand the client over, or report the failed connect. */
+  #answer(
+    callback: CheckoutCallback,
+    direct: boolean,
+    context: unknown,
+    err: Error | undefined,
+    client: pg.PoolClient | undefined,
+    pgRelease: PgRelease,
+  ): void {
+    if (err !== undefined || client === undefined) {
+      const error = err ?? new Error('hotload-pg: checkout returned no client');
+      this.outstanding--;
+      if (!direct) this.hooks.onError?.(this, error);
+      if (direct || !this.hooks.onConnectFailed(this, error, callback, context)) {
+        callback(error, undefined, noop);
       }
-      const release = this.#releaseOnce(client, pgRelease);
-      client.release = release;
-      (client as TrackedClient)[pgReleaseOf] = pgRelease;
-      if (this.#forceClosedError !== undefined) {
-        // Connected after this generation's drain timeout ran out: refuse it at once.
-        release(true);
-        callback(this.#forceClosedError, undefined, noop);
-        return;
-      }
-      callback(undefined, client, release);
-    });
+      this.hooks.onCheckin(this);
+      return;
+    }
+    const release = this.#releaseOnce(client, pgRelease);
+    client.release = release;
+    (client as TrackedClient)[pgReleaseOf] = pgRelease;
+    if (this.#forceClosedError !== undefined) {
+      // Connected after this generation's drain timeout ran out: refuse it at once.
+      release(true);
+      callback(this.#forceClosedError, undefined, noop);
+      return;
+    }
+    callback(undefined, client, release);
   }
 
   #releaseOnce(client: pg.PoolClient, pgRelease: PgRelease) {

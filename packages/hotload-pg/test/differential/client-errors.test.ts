@@ -89,6 +89,31 @@ describe('a client ended under the pool (same as pg.Pool)', () => {
 });
 
 describe('a Client class whose connect fails (same as pg.Pool)', () => {
+  it('at once, with a connect callback that throws: the throw reaches the caller, the pool goes on', async () => {
+    // pg-pool calls back inside connect() when the client answers at once. (Not with a
+    // source: a checkout asked before its first read is answered later, by the pool.)
+    function AnsweringClient() {
+      return Object.assign(new EventEmitter(), {
+        connect: (cb: (err: Error) => void) => cb(new Error('refused at once')),
+      });
+    }
+    await diff.expectSame(
+      { Client: AnsweringClient, max: 1 } as unknown as pg.PoolConfig,
+      async ({ pool, rec }) => {
+        try {
+          pool.connect((err) => {
+            throw new Error(`callback threw after: ${err?.message}`);
+          });
+          rec.step('connect returned');
+        } catch (error) {
+          rec.step('connect threw', error);
+        }
+        await rec.settle('next connect', pool.connect());
+      },
+      { kinds: ['pg.Pool', 'hotload static'] },
+    );
+  });
+
   it('no connect event; the checkout fails with its error, nothing counted', async () => {
     // The shape of client pg-pool needs: an EventEmitter with connect().
     function FailingClient() {
