@@ -66,7 +66,7 @@ function countingClient(counter: AttemptLog): typeof pg.Client {
           },
         );
       }
-      super.connect((err) => {
+      super.connect((err: Error) => {
         ended(err);
         callback(err);
       });
