@@ -50,27 +50,23 @@ class AttemptLog extends EventEmitter {
   }
 }
 
-/** A pg.Client class whose connection attempts `counter` counts. */
+/** A pg.Client class whose connection attempts `counter` logs. */
 function countingClient(counter: AttemptLog): typeof pg.Client {
   return class CountingClient extends pg.Client {
-    override connect(): Promise<void>;
-    override connect(callback: (err: Error) => void): void;
-    override connect(callback?: (err: Error) => void): Promise<void> | undefined {
-      const ended = counter.start();
-      if (callback === undefined) {
-        return super.connect().then(
-          () => ended(),
-          (err: Error) => {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      // pg-pool connects its clients with a callback. (An own property rather than an
+      // override: pg's typings of connect() differ across the 8.x versions we support.)
+      const connect = this.connect as (callback: (err?: Error) => void) => void;
+      Object.assign(this, {
+        connect: (callback: (err?: Error) => void) => {
+          const ended = counter.start();
+          connect.call(this, (err) => {
             ended(err);
-            throw err;
-          },
-        );
-      }
-      super.connect((err: Error) => {
-        ended(err);
-        callback(err);
+            callback(err);
+          });
+        },
       });
-      return undefined;
     }
   };
 }
