@@ -60,6 +60,8 @@ export class Generation {
   /** Set while growth is paused after a failed connect: checkouts allowed meanwhile (see {@link pauseGrowth}). */
   #pausedLimit: number | undefined;
   #growthTimer: NodeJS.Timeout | undefined;
+  /** After a pause: one new connection is being allowed (see {@link pauseGrowth}). */
+  #probing = false;
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
@@ -77,7 +79,10 @@ export class Generation {
     private readonly hooks: GenerationHooks,
   ) {
     this.pool = new pg.Pool(config);
-    this.pool.on('connect', (client) => this.#clients.add(client as TrackedClient));
+    this.pool.on('connect', (client) => {
+      this.#clients.add(client as TrackedClient);
+      this.#resumeGrowth();
+    });
     if (hooks.onError !== undefined) this.pool.on('error', (err) => hooks.onError?.(this, err));
     this.pool.on('remove', (client) => {
       this.#clients.delete(client as TrackedClient);
@@ -99,21 +104,41 @@ export class Generation {
    * Stops opening new connections for `millis`: checkouts are served only by the clients
    * it already has, as they come back. Used when a new connection failed while others
    * work, typically because the password was changed in the database a moment before the
-   * secret: the old generation cannot grow any more, but its clients still serve.
+   * secret: the old generation cannot grow any more, but its clients still serve. When
+   * the pause ends, one new connection is tried (not one per waiting checkout: that would
+   * storm the server with logins it refuses); growth resumes once one connects.
    */
   pauseGrowth(millis: number): void {
+    this.#probing = false;
     this.#pausedLimit = Math.min(this.#pausedLimit ?? this.max, this.outstanding);
     clearTimeout(this.#growthTimer);
-    this.#growthTimer = setTimeout(() => {
-      this.#pausedLimit = undefined;
-      this.hooks.onCheckin(this); // retry one connection for whoever waits
-    }, millis);
+    this.#growthTimer = setTimeout(() => this.#probe(), millis);
     this.#growthTimer.unref();
   }
 
-  /** True while {@link pauseGrowth} holds new connections back. */
+  /** Room for one more connection than checked out, for whoever waits. */
+  #probe(): void {
+    this.#probing = true;
+    this.#pausedLimit = Math.min(this.max, this.outstanding + 1);
+    this.hooks.onCheckin(this);
+  }
+
+  /** A new connection got through: the pause is over. */
+  #resumeGrowth(): void {
+    if (this.#pausedLimit === undefined) return;
+    clearTimeout(this.#growthTimer);
+    this.#probing = false;
+    this.#pausedLimit = undefined;
+    // After pg-pool has handed the new client to its checkout: then serve the others.
+    process.nextTick(() => this.hooks.onCheckin(this));
+  }
+
+  /**
+   * True while {@link pauseGrowth} holds new connections back (not while its one
+   * connection after the pause is allowed: a failure then is a new failure).
+   */
   get growthPaused(): boolean {
-    return this.#pausedLimit !== undefined && this.#pausedLimit < this.max;
+    return this.#pausedLimit !== undefined && this.#pausedLimit < this.max && !this.#probing;
   }
 
   /** True once {@link Generation.drain} has finished. */
