@@ -106,9 +106,10 @@ export class Pool extends pg.Pool {
    * option wins; pg.Pool passes pg's `Client` there): code written against `pg-pool`
    * switches too.
    */
-  constructor(config?: PoolConfig, Client?: pg.PoolConfig['Client']) {
+  constructor(config?: PoolConfig, Client?: new (...args: never[]) => pg.ClientBase) {
     const { hotload, ...options } = config ?? {};
-    const pgConfig: pg.PoolConfig = Client && !options.Client ? { ...options, Client } : options;
+    // (A client class is all pg-pool needs; @types/pg types the option loosely or not at all.)
+    const pgConfig = (Client && !options.Client ? { ...options, Client } : options) as pg.PoolConfig;
     // pg-pool's constructor only records options (defaults applied, password hidden) and
     // empty queues; it opens nothing. Its queues stay unused: generations do the pooling.
     super(pgConfig);
