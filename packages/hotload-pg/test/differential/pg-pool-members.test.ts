@@ -1,8 +1,8 @@
 /**
  * pg-pool's members that programs and tests written against pg-pool read, differentially:
- * its internal lists (`_clients`, `_idle`, `_pendingQueue`), `Client` and `log`; and the
- * `connectionString` option handed to the `Client`; and, against pg-pool's own class, a
- * Client class passed to the constructor second.
+ * its internal lists (`_clients`, `_idle`, `_pendingQueue`), `Client` and `log`, the
+ * `connectionString` option handed to the `Client`, and (against pg-pool's own class) a
+ * client class passed to the constructor second.
  */
 import { Pool } from 'hotload-pg';
 import pg from 'pg';
