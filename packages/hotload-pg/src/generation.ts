@@ -94,11 +94,6 @@ export class Generation {
     return this.outstanding < this.#limit;
   }
 
-  /** Connected clients whose socket is not closed yet. */
-  get live(): number {
-    return this.#clients.size;
-  }
-
   /**
    * Stops opening new connections for `millis`: checkouts are served only by the clients
    * it already has, as they come back. Used when a new connection failed while others

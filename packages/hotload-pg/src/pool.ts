@@ -513,10 +513,10 @@ export class Pool extends pg.Pool {
   /**
    * A new connection failed. The request fails too, as with pg.Pool, unless someone else
    * can serve it: a newer generation (the failing one is retired), or, for a credential
-   * failure (28P01/28000) of the serving generation of a pool with a source while that
-   * generation still has clients, those clients as they are released or the generation
-   * of the new secret. That is the password changed in the database a moment before the
-   * secret: the manager re-reads the source at once and bounds the wait by
+   * failure (28P01/28000) of the serving generation of a pool with a source, that
+   * generation's clients as they are released (if it has any) or the generation of the
+   * new secret. That is the password changed in the database a moment before the secret
+   * (with or without open clients: an idle service's clients may all have timed out): the manager re-reads the source at once and bounds the wait by
    * `credentialWaitMillis` (`connectionTimeoutMillis` still runs from the checkout); the
    * request waits at the head of the queue, and the generation tries one new connection
    * at a time with backoff meanwhile.
@@ -529,7 +529,7 @@ export class Pool extends pg.Pool {
   ): boolean {
     if (this.ending) return false;
     const serving = generation === this.#current;
-    if (serving && (this.#fixed !== undefined || !isCredentialFailure(err) || generation.live === 0)) {
+    if (serving && (this.#fixed !== undefined || !isCredentialFailure(err))) {
       return false;
     }
     // A checkout that went straight to the generation gets its clock now: its own connect
