@@ -23,6 +23,7 @@ import type { PoolConfig } from './options.js';
 import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
 import { toPgPoolConfig } from './pg-pool-config.js';
 import { PgPoolDriver } from './pg-pool-driver.js';
+import { defineClientListViews } from './pg-pool-lists.js';
 import { type NodeCallback, promisify } from './promisify.js';
 
 /**
@@ -239,6 +240,10 @@ export class Pool extends pg.Pool {
         pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
       expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
     });
+    // pg-pool's `_clients`/`_idle`, which programs and pg's own tests read: every generation's.
+    defineClientListViews(prototype, (pool: Pool) =>
+      #generations in pool ? [...pool.#generations].map((generation) => generation.pool) : [],
+    );
     // `options`: pg-pool's options of the current generation (connection fields come from
     // the source). pg-pool's constructor writes (and completes) the base options through
     // the setter before this class's fields exist, hence the brand check in the getter.
