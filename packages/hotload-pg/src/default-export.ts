@@ -5,10 +5,8 @@
  * declares them on pg's default export).
  */
 import type pg from 'pg';
-import type { PoolConfig as HotloadPoolConfig } from './options.js';
-import { createPgModule } from './pg-module.js';
+import { createPgModule, type PgModule } from './pg-module.js';
 import type { PgRow, PgValues } from './pg-type-defaults.js';
-import type { Pool as HotloadPool } from './pool.js';
 
 /**
  * pg's module object with hotload-pg's `Pool` (see {@link createPgModule}), so
@@ -24,10 +22,12 @@ const pgModule = createPgModule();
  * this default export too.
  */
 declare namespace pgModule {
+  // Pool and PoolConfig are named through the module's type, not imported by name: the
+  // declaration bundler would rename an import of `Pool` to `Pool` here, a type alias of itself.
   /** hotload-pg's {@link Pool}. */
-  export type Pool = HotloadPool;
-  /** pg's pool options plus `hotload`. */
-  export type PoolConfig = HotloadPoolConfig;
+  export type Pool = InstanceType<PgModule['Pool']>;
+  /** pg's pool options plus `hotload` (hotload-pg's {@link PoolConfig}). */
+  export type PoolConfig = NonNullable<ConstructorParameters<PgModule['Pool']>[0]>;
   /** pg's `PoolClient`. */
   export type PoolClient = pg.PoolClient;
   /** pg's `Client`. */

@@ -202,16 +202,20 @@ export class Pool extends pg.Pool {
   /** Clients past `maxLifetimeSeconds`, in every generation. */
   declare readonly expiredCount: number;
 
-  /** pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}). */
-  override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
+  /**
+   * pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}).
+   * pg's overload comes first: a listener written for pg.Pool infers pg's parameter types
+   * (`release`'s `err` is `Error`, as `@types/pg` declares it), so it compiles here unchanged.
+   */
   override on<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override on(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     return super.on(event as 'error', listener as never);
   }
 
   /** As {@link Pool.(on:1)}, for one event. */
-  override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     return super.once(event, listener as (...args: unknown[]) => void);
   }
