@@ -4,17 +4,24 @@
  * query timeouts, gh-issue 787), run differentially: each scenario on pg.Pool and on
  * hotload-pg's Pool (static and with a secret directory), the recordings compared.
  */
+import { FaultProxy } from 'hotload-test-support';
 import type pg from 'pg';
-import { beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Differential, once } from './differential.js';
 import { untilRunning } from './server-activity.js';
 
 const diff = new Differential();
 const noop = (): void => {};
+let proxy: FaultProxy;
 beforeAll(async () => {
+  proxy = await FaultProxy.start({ host: diff.cluster.host, port: diff.cluster.port });
   // pg's tests connect as a superuser and terminate backends from their own clients; the
   // app's sessions act as role `app` (SET role), which may then signal them too.
   await diff.cluster.query('GRANT pg_signal_backend TO app');
+});
+
+afterAll(async () => {
+  await proxy?.close();
 });
 
 /** Resolves with the next `error` a client emits (then keeps it quiet, as pg's tests do). */
@@ -95,7 +102,7 @@ describe('connection-pool/error-tests: errors of a checked-out client (same as p
   });
 
   it('a socket error during pool.query fails it with that error and destroys the socket at once (pool._clients[0])', async () => {
-    await diff.expectSame({ max: 1 }, async ({ pool, rec, cluster }) => {
+    const recorded = await diff.expectSame({ max: 1 }, async ({ pool, rec, cluster }) => {
       const { rows } = await pool.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       const pid = rows[0]!.pid;
       const removed = once(pool, 'remove');
@@ -118,6 +125,14 @@ describe('connection-pool/error-tests: errors of a checked-out client (same as p
       }
       await rec.settle('next query on a new client', pool.query('SELECT 1 AS one'));
     });
+    expect(recorded).toContainEqual(expect.objectContaining({ step: 'clients listed', value: { count: 1 } }));
+    expect(recorded).toContainEqual(
+      expect.objectContaining({
+        step: 'callback',
+        value: { args: [{ error: 'Error', message: 'network issue' }] },
+      }),
+    );
+    expect(recorded).toContainEqual(expect.objectContaining({ value: { destroyed: true } }));
   });
 });
 
@@ -155,5 +170,41 @@ describe('gh-issue 787: a pooled client ended by its holder (same as pg.Pool)', 
       rec.step('released, then removed');
       await rec.settle('next query on a new client', pool.query('SELECT 2 AS two'));
     });
+  });
+});
+
+describe('gh-issue 3174: a stray protocol message reaching an idle pooled client (same as pg.Pool)', () => {
+  // A CommandComplete ('C', length 6, tag "f") that no query asked for, as poolers and
+  // proxies sometimes send out of order; pg's test sends it from a fake server, here the
+  // fault proxy slips it between the real server and the client.
+  const strayCommandComplete = Buffer.from([0x43, 0, 0, 0, 6, 0x66, 0]);
+
+  it("the pool emits 'error' with the client, removes it (idle and total 0), and serves the next query", async () => {
+    const recorded = await diff.expectSame(
+      {},
+      async ({ pool, rec }) => {
+        await rec.settle('extended query', pool.query('SELECT $1::text AS v', ['foo']));
+        const errored = once(pool, 'error');
+        const removed = once(pool, 'remove');
+        proxy.injectToClients(strayCommandComplete);
+        await Promise.all([errored, removed]);
+        rec.step('after the stray message');
+        await rec.settle('next query', pool.query('SELECT 1 AS one'));
+      },
+      { target: () => ({ host: proxy.host, port: proxy.port }) },
+    );
+    expect(recorded).toContainEqual({
+      event: 'error',
+      args: [
+        { error: 'Error', message: 'Received unexpected commandComplete message from backend.' },
+        'client#1',
+      ],
+    });
+    expect(recorded).toContainEqual(
+      expect.objectContaining({
+        step: 'after the stray message',
+        state: expect.objectContaining({ idle: 0, total: 0 }),
+      }),
+    );
   });
 });
