@@ -333,9 +333,12 @@ export class Pool extends pg.Pool {
   }
 
   /**
-   * `pool.query(submittable)` (pg-cursor, pg-query-stream, ...): returns the submittable
-   * at once (as pg's types declare) and gives the client back when it ends: on its
-   * callback (query streams) or its `end` event (cursors, also after `close()`).
+   * `pool.query(submittable)` (pg's `Query`, pg-cursor, pg-query-stream, ...): returns the
+   * submittable at once (as pg's types declare) and gives the client back when it is done:
+   * its `end` event (cursors, also after `close()`), the callback pg's Client hands it
+   * (query streams report there), or an error the client hands it (SQL or connection: the
+   * client then goes back with that error, as `pool.query` gives back a failed client). As
+   * pg-pool does, a client error while it runs is listened to (no crash) and ends it.
    */
   #querySubmittable(submittable: SubmittableLike, cb: QueryCallback | undefined): SubmittableLike {
     this.#checkout((err, client) => {
@@ -345,16 +348,24 @@ export class Pool extends pg.Pool {
         return cb?.(error);
       }
       let released = false;
-      const release = (releaseError?: Error): void => {
+      const finish = (error?: Error | null, result?: unknown): void => {
         if (released) return;
         released = true;
-        client.release(releaseError);
+        client.removeListener('error', finish);
+        client.release(error ?? undefined);
+        cb?.(error ?? undefined, result);
       };
-      if (typeof submittable.once === 'function') submittable.once('end', () => release());
-      (client.query as LooseQuery).call(client, submittable, (queryError: Error | null, result: unknown) => {
-        release(queryError ?? undefined);
-        cb?.(queryError ?? undefined, result);
-      });
+      client.once('error', finish);
+      submittable.once?.('end', (result?: unknown) => finish(undefined, result));
+      afterHandledError(submittable, finish);
+      if (submittable instanceof pg.Query) {
+        // pg's Client makes a callback given with a Query the Query's own: the Query would
+        // then report its error there instead of its 'error' event (and buffer every row).
+        // As pg-pool's, this one gets none: it ends by its 'end' event or its error.
+        client.query(submittable);
+        return;
+      }
+      (client.query as LooseQuery).call(client, submittable, finish);
     });
     return submittable;
   }
@@ -619,8 +630,25 @@ type QueryCallback = (err: Error | undefined, result?: unknown) => void;
 
 interface SubmittableLike {
   submit: (...args: never[]) => unknown;
-  handleError?: (err: Error) => void;
-  once?: (event: string, listener: () => void) => unknown;
+  handleError?: (err: Error, ...rest: unknown[]) => unknown;
+  once?: (event: string, listener: (...args: never[]) => void) => unknown;
+}
+
+/**
+ * Runs `then(err)` after `submittable` has handled an error its client hands it (pg's
+ * Client calls `handleError` for a SQL error and for a lost connection). A cursor or a
+ * Query with its own callback reports an error there and never emits `end`.
+ */
+function afterHandledError(submittable: SubmittableLike, then: (err: Error) => void): void {
+  const handleError = submittable.handleError;
+  if (typeof handleError !== 'function') return;
+  submittable.handleError = function handleErrorThenRelease(this: unknown, err: Error, ...rest: unknown[]) {
+    try {
+      return handleError.call(this, err, ...rest);
+    } finally {
+      then(err);
+    }
+  };
 }
 
 function isSubmittable(value: unknown): value is SubmittableLike {
