@@ -117,6 +117,19 @@ describe('pg.defaults and pg.types through the module (same as pg)', () => {
     ]);
   });
 
+  it('the legacy poolSize option sizes the pool as max does (pg-pool reads it)', async () => {
+    await diff.expectSame({ poolSize: 2 } as pg.PoolConfig, async ({ pool, rec }) => {
+      rec.step('max', { max: pool.options.max });
+      const held = [await pool.connect(), await pool.connect()];
+      const third = pool.connect();
+      rec.step('a third checkout waits');
+      held[0]!.release();
+      (await third).release();
+      held[1]!.release();
+      rec.step('all released');
+    });
+  });
+
   it('types.setTypeParser applies to pool.query and pooled clients; pg.types is one registry', async () => {
     await diff.expectSame({}, async ({ pool, rec, kind }) => {
       const { types } = moduleOf(kind);
