@@ -16,6 +16,7 @@ import {
   alternatingRounds,
   median,
   medianRatio,
+  medianRatioInterval,
   runLoops,
   writeSuperuserSecret,
 } from './support/alternating-rounds.js';
@@ -65,6 +66,10 @@ try {
       hotload_qps: Math.round(median(hotloadRounds.map((r) => r.qps))),
       knex_qps: Math.round(median(knexRounds.map((r) => r.qps))),
       ratio: Number(ratio.toFixed(3)),
+      ratio_ci95: medianRatioInterval(
+        knexRounds.map((r) => r.qps),
+        hotloadRounds.map((r) => r.qps),
+      ),
       // Client-side CPU per query: the hot-path cost, much less sensitive than
       // throughput to other load on the machine.
       hotload_cpu_us_per_query: Number(median(hotloadRounds.map((r) => r.cpuMicrosPerQuery)).toFixed(1)),

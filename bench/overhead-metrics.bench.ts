@@ -15,6 +15,7 @@ import {
   alternatingRounds,
   median,
   medianRatio,
+  medianRatioInterval,
   runLoops,
   writeSuperuserSecret,
 } from './support/alternating-rounds.js';
@@ -75,6 +76,7 @@ try {
       hotload_qps: Math.round(median(hotloadQps)),
       pg_qps: Math.round(median(pgQps)),
       ratio: Number(ratio.toFixed(3)),
+      ratio_ci95: medianRatioInterval(pgQps, hotloadQps),
       rounds: ROUNDS,
       concurrency: CONCURRENCY,
       scrape_bytes: scrapeBytes,

@@ -1,8 +1,11 @@
 /**
  * Steady-state cost of hotload-pg: the same query workload on a plain pg.Pool and on a
  * hotload-pg Pool following a secret directory, against the same server, alternated in
- * several rounds; medians reported (ratio: median of per-round ratios, with their spread:
- * min, quartiles, max). Two lines:
+ * short rounds; medians reported (ratio: median of per-round ratios, with their spread:
+ * min, quartiles, max, and its 95 % confidence interval `ratio_ci95`). At least
+ * MIN_ROUNDS rounds; while the interval is wider than ±TARGET_HALF_WIDTH (other load on
+ * the machine, the server sharing the client's cores) rounds go on, up to MAX_ROUNDS, so
+ * a noisy machine gives a longer run rather than a noisy figure. Two lines:
  * `overhead` (concurrency 16, max 16: no checkout waits) and `overhead-waiters`
  * (concurrency 32, max 10: most checkouts wait for a client to be released, the path
  * where hotload's own wait queue meets pg-pool's). A third, `overhead-checkout`, times
@@ -24,6 +27,7 @@ import {
   alternatingRounds,
   median,
   medianRatio,
+  medianRatioInterval,
   ratioSpread,
   runLoops,
   writeSuperuserSecret,
@@ -35,8 +39,13 @@ const { Pool: HotloadPool } = builtHotloadPg;
 const CONCURRENCY = 16;
 const WAITERS_CONCURRENCY = 32;
 const WAITERS_MAX = 10;
-const ROUNDS = 15;
-const ROUND_MILLIS = 1_500;
+/** Rounds always measured. */
+const MIN_ROUNDS = 20;
+/** Rounds at most: on a noisy machine, rounds go on until the ratio is this precise. */
+const MAX_ROUNDS = 120;
+/** Half-width of the ratio's 95 % confidence interval that ends the rounds early. */
+const TARGET_HALF_WIDTH = 0.01;
+const ROUND_MILLIS = 500;
 
 /** What both pools are measured through (a hotload-pg Pool is a pg.Pool). */
 type Queryable = pg.Pool;
@@ -76,6 +85,10 @@ interface Comparison {
   ratio: number;
   /** The per-round ratios' spread (min, quartiles, max). */
   ratio_spread: ReturnType<typeof ratioSpread>;
+  /** 95 % confidence interval of `ratio` (see medianRatioInterval). */
+  ratio_ci95: ReturnType<typeof medianRatioInterval>;
+  /** Rounds measured (MIN_ROUNDS, more while the interval was wider than the target). */
+  rounds: number;
   /** Open connections of each pool after the last round (equal: neither was short of any). */
   connections: { pg: number; hotload: number };
   hotload_cpu_us_per_query: number;
@@ -98,21 +111,28 @@ async function compare(
     pool.on('error', () => undefined);
     await fill(pool, max);
   }
+  const qps = (runs: Measurement[]) => runs.map((run) => run.qps);
   const { baseline: pgRuns, candidate: hotloadRuns } = await alternatingRounds({
-    rounds: ROUNDS,
+    rounds: MIN_ROUNDS,
+    maxRounds: MAX_ROUNDS,
     baseline: () => measure(plain, concurrency),
     candidate: () => measure(hotload, concurrency),
+    enough: ({ baseline, candidate }) => {
+      const { low, high } = medianRatioInterval(qps(baseline), qps(candidate));
+      return (high - low) / 2 <= TARGET_HALF_WIDTH;
+    },
   });
   const connections = { pg: plain.totalCount, hotload: hotload.totalCount };
   await plain.end();
   await hotload.end();
-  const qps = (runs: Measurement[]) => runs.map((run) => run.qps);
   const cpu = (runs: Measurement[]) => Number(median(runs.map((run) => run.cpuMicros)).toFixed(2));
   return {
     hotload_qps: Math.round(median(qps(hotloadRuns))),
     pg_qps: Math.round(median(qps(pgRuns))),
     ratio: Number(medianRatio(qps(pgRuns), qps(hotloadRuns)).toFixed(3)),
     ratio_spread: ratioSpread(qps(pgRuns), qps(hotloadRuns)),
+    ratio_ci95: medianRatioInterval(qps(pgRuns), qps(hotloadRuns)),
+    rounds: pgRuns.length,
     connections,
     hotload_cpu_us_per_query: cpu(hotloadRuns),
     pg_cpu_us_per_query: cpu(pgRuns),
@@ -120,6 +140,7 @@ async function compare(
 }
 
 const CHECKOUTS_PER_ROUND = 50_000;
+const CHECKOUT_ROUNDS = 15;
 
 /** Nanoseconds per `connect()` + `release()` of an idle client, one at a time. */
 async function checkoutNanos(pool: Queryable): Promise<number> {
@@ -137,7 +158,7 @@ async function compareCheckouts(plain: Queryable, hotload: Queryable) {
   await fill(plain, 1);
   await fill(hotload, 1);
   const { baseline, candidate } = await alternatingRounds({
-    rounds: ROUNDS,
+    rounds: CHECKOUT_ROUNDS,
     baseline: () => checkoutNanos(plain),
     candidate: () => checkoutNanos(hotload),
   });
@@ -164,7 +185,7 @@ try {
     CONCURRENCY,
   );
   // This line keeps its original fields; the CPU figures are on the waiters line only.
-  const { hotload_qps, pg_qps, ratio, ratio_spread, connections } = overhead;
+  const { hotload_qps, pg_qps, ratio, ratio_spread, ratio_ci95, rounds, connections } = overhead;
   console.log(
     JSON.stringify({
       bench: 'overhead',
@@ -172,8 +193,9 @@ try {
       pg_qps,
       ratio,
       ratio_spread,
+      ratio_ci95,
       connections,
-      rounds: ROUNDS,
+      rounds,
       concurrency: CONCURRENCY,
     }),
   );
@@ -189,14 +211,13 @@ try {
       concurrency: WAITERS_CONCURRENCY,
       max: WAITERS_MAX,
       ...waiters,
-      rounds: ROUNDS,
     }),
   );
   const checkouts = await compareCheckouts(
     new pg.Pool({ ...superuser, max: 1 }),
     await HotloadPool.create({ max: 1, hotload: hotloadOptions }),
   );
-  console.log(JSON.stringify({ bench: 'overhead-checkout', ...checkouts, rounds: ROUNDS }));
+  console.log(JSON.stringify({ bench: 'overhead-checkout', ...checkouts, rounds: CHECKOUT_ROUNDS }));
 } finally {
   await cluster.stop();
   await rm(dir, { recursive: true, force: true });

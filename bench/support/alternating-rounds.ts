@@ -4,8 +4,19 @@
  * measurements are adjacent in time, so the median of per-round ratios cancels slow drift
  * (other load on the machine) better than a ratio of medians.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { AtomicSecretWriter } from 'hotload-core';
 import type { PostgresCluster } from 'hotload-test-support';
+
+// A full collection before each measurement: garbage one side left behind is not
+// collected (and charged) during the other side's measurement.
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+const settled = <T>(measure: () => Promise<T>): Promise<T> => {
+  collectGarbage();
+  return measure();
+};
 
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
@@ -47,35 +58,59 @@ export async function runLoops(
 /**
  * Measures `baseline` and `candidate` once each as a warm-up (connections and JIT), then
  * `rounds` times each, alternating which goes first so drift (CPU frequency, autovacuum)
- * hits both alike; `afterRound` runs after each round's pair.
+ * hits both alike; `afterRound` runs after each round's pair. With `maxRounds`, rounds
+ * go on past `rounds` until `enough` says the figures are precise enough (or `maxRounds`
+ * is reached): a quiet machine stops early, a noisy one measures longer instead of
+ * reporting noise.
  */
 export async function alternatingRounds<T>(options: {
   rounds: number;
   baseline: () => Promise<T>;
   candidate: () => Promise<T>;
   afterRound?: () => Promise<void>;
+  maxRounds?: number;
+  enough?: (results: { baseline: T[]; candidate: T[] }) => boolean;
 }): Promise<{ baseline: T[]; candidate: T[] }> {
-  const { rounds, baseline, candidate, afterRound } = options;
+  const { rounds, afterRound, maxRounds = rounds, enough = () => true } = options;
+  const baseline = () => settled(options.baseline);
+  const candidate = () => settled(options.candidate);
   await baseline();
   await candidate();
-  const baselineResults: T[] = [];
-  const candidateResults: T[] = [];
-  for (let round = 0; round < rounds; round++) {
+  const results = { baseline: [] as T[], candidate: [] as T[] };
+  for (let round = 0; round < maxRounds; round++) {
+    if (round >= rounds && enough(results)) break;
     if (round % 2 === 0) {
-      baselineResults.push(await baseline());
-      candidateResults.push(await candidate());
+      results.baseline.push(await baseline());
+      results.candidate.push(await candidate());
     } else {
-      candidateResults.push(await candidate());
-      baselineResults.push(await baseline());
+      results.candidate.push(await candidate());
+      results.baseline.push(await baseline());
     }
     await afterRound?.();
   }
-  return { baseline: baselineResults, candidate: candidateResults };
+  return results;
 }
+
+/** The per-round ratios candidate / baseline. */
+const ratios = (baseline: number[], candidate: number[]) =>
+  candidate.map((value, round) => value / baseline[round]!);
 
 /** The median of the per-round ratios candidate / baseline. */
 export function medianRatio(baseline: number[], candidate: number[]): number {
-  return median(candidate.map((value, round) => value / baseline[round]!));
+  return median(ratios(baseline, candidate));
+}
+
+/**
+ * 95 % confidence interval of the median per-round ratio, free of any assumption on how
+ * rounds are distributed: the order statistics between which a Binomial(n, 1/2) count
+ * falls with 95 % probability (rounded to 3 decimals). A run whose `low` is above a target
+ * met it reliably, not by a lucky median.
+ */
+export function medianRatioInterval(baseline: number[], candidate: number[]): { low: number; high: number } {
+  const sorted = ratios(baseline, candidate).sort((a, b) => a - b);
+  const n = sorted.length;
+  const k = Math.max(0, Math.floor((n - 1.96 * Math.sqrt(n)) / 2));
+  return { low: Number(sorted[k]!.toFixed(3)), high: Number(sorted[n - 1 - k]!.toFixed(3)) };
 }
 
 /**
@@ -86,7 +121,7 @@ export function ratioSpread(
   baseline: number[],
   candidate: number[],
 ): Record<'min' | 'q1' | 'q3' | 'max', number> {
-  const ratios = candidate.map((value, round) => value / baseline[round]!).sort((a, b) => a - b);
-  const at = (fraction: number) => Number(ratios[Math.round((ratios.length - 1) * fraction)]!.toFixed(3));
+  const sorted = ratios(baseline, candidate).sort((a, b) => a - b);
+  const at = (fraction: number) => Number(sorted[Math.round((sorted.length - 1) * fraction)]!.toFixed(3));
   return { min: at(0), q1: at(0.25), q3: at(0.75), max: at(1) };
 }

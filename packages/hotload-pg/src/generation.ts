@@ -54,6 +54,8 @@ export class Generation {
   /** `max`, or less while growth is paused after a failed connect (see {@link pauseGrowth}). */
   #limit: number;
   #growthTimer: NodeJS.Timeout | undefined;
+  /** After a pause: one new connection is being allowed (see {@link pauseGrowth}). */
+  #probing = false;
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
@@ -73,7 +75,10 @@ export class Generation {
     this.pool = new pg.Pool(config);
     this.max = this.pool.options.max;
     this.#limit = this.max;
-    this.pool.on('connect', (client) => this.#clients.add(client as TrackedClient));
+    this.pool.on('connect', (client) => {
+      this.#clients.add(client as TrackedClient);
+      this.#resumeGrowth();
+    });
     if (hooks.onError !== undefined) this.pool.on('error', (err) => hooks.onError?.(this, err));
     this.pool.on('remove', (client) => {
       this.#clients.delete(client as TrackedClient);
@@ -95,21 +100,41 @@ export class Generation {
    * Stops opening new connections for `millis`: checkouts are served only by the clients
    * it already has, as they come back. Used when a new connection failed while others
    * work, typically because the password was changed in the database a moment before the
-   * secret: the old generation cannot grow any more, but its clients still serve.
+   * secret: the old generation cannot grow any more, but its clients still serve. When
+   * the pause ends, one new connection is tried (not one per waiting checkout: that would
+   * storm the server with logins it refuses); growth resumes once one connects.
    */
   pauseGrowth(millis: number): void {
+    this.#probing = false;
     this.#limit = Math.min(this.#limit, this.outstanding);
     clearTimeout(this.#growthTimer);
-    this.#growthTimer = setTimeout(() => {
-      this.#limit = this.max;
-      this.hooks.onCheckin(this); // retry one connection for whoever waits
-    }, millis);
+    this.#growthTimer = setTimeout(() => this.#probe(), millis);
     this.#growthTimer.unref();
   }
 
-  /** True while {@link pauseGrowth} holds new connections back. */
+  /** Room for one more connection than checked out, for whoever waits. */
+  #probe(): void {
+    this.#probing = true;
+    this.#limit = Math.min(this.max, this.outstanding + 1);
+    this.hooks.onCheckin(this);
+  }
+
+  /** A new connection got through: the pause is over. */
+  #resumeGrowth(): void {
+    if (this.#limit === this.max) return;
+    clearTimeout(this.#growthTimer);
+    this.#probing = false;
+    this.#limit = this.max;
+    // After pg-pool has handed the new client to its checkout: then serve the others.
+    process.nextTick(() => this.hooks.onCheckin(this));
+  }
+
+  /**
+   * True while {@link pauseGrowth} holds new connections back (not while its one
+   * connection after the pause is allowed: a failure then is a new failure).
+   */
   get growthPaused(): boolean {
-    return this.#limit < this.max;
+    return this.#limit < this.max && !this.#probing;
   }
 
   /** True once {@link Generation.drain} has finished. */

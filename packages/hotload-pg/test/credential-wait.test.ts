@@ -1,0 +1,145 @@
+/**
+ * The bounded wait for credentials about to arrive (the password changed in the database
+ * a moment before the secret) must not storm the server: by difference with pg.Pool,
+ * counting the connection attempts each pool makes through the `Client` option.
+ */
+import { EventEmitter } from 'node:events';
+import { Pool } from 'hotload-pg';
+import { untilHolds } from 'hotload-test-support';
+import pg from 'pg';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { useSecretDirectory } from './secret-directory-fixture.js';
+
+const fixture = useSecretDirectory('storm', 'storm_pw_0');
+
+/**
+ * Connection attempts of every client made by one {@link countingClient} class, in order;
+ * emits `ended` after each.
+ */
+class AttemptLog extends EventEmitter {
+  /** Attempt numbers (from 1) as they started (+n) and ended (-n). */
+  readonly #events: number[] = [];
+  #started = 0;
+  /** Attempts that failed. */
+  failed = 0;
+
+  get started(): number {
+    return this.#started;
+  }
+
+  start(): (err?: Error) => void {
+    const attempt = ++this.#started;
+    this.#events.push(attempt);
+    return (err) => {
+      this.#events.push(-attempt);
+      if (err) this.failed++;
+      this.emit('ended');
+    };
+  }
+
+  /** Most attempts in flight at once among those numbered above `after`. */
+  peakInFlight(after: number): number {
+    let inFlight = 0;
+    let peak = 0;
+    for (const event of this.#events) {
+      if (Math.abs(event) <= after) continue;
+      inFlight += Math.sign(event);
+      peak = Math.max(peak, inFlight);
+    }
+    return peak;
+  }
+}
+
+/** A pg.Client class whose connection attempts `counter` logs. */
+function countingClient(counter: AttemptLog): typeof pg.Client {
+  return class CountingClient extends pg.Client {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      // pg-pool connects its clients with a callback. (An own property rather than an
+      // override: pg's typings of connect() differ across the 8.x versions we support.)
+      const connect = this.connect as (callback: (err?: Error) => void) => void;
+      Object.assign(this, {
+        connect: (callback: (err?: Error) => void) => {
+          const ended = counter.start();
+          connect.call(this, (err) => {
+            ended(err);
+            callback(err);
+          });
+        },
+      });
+    }
+  };
+}
+
+const outcome = (query: Promise<unknown>) =>
+  query.then(
+    () => 'served',
+    (err: { code?: string }) => err.code,
+  );
+
+describe('checkouts waiting after a refused login', () => {
+  it('retry one connection at a time where pg.Pool fails each checkout at once', async () => {
+    const waiting = 4;
+    const connection = fixture.cluster.connectionConfig({ user: 'storm', password: 'storm_pw_0' });
+    await fixture.writer.write(fixture.secret('storm_pw_0'));
+    const pgAttempts = new AttemptLog();
+    const hotloadAttempts = new AttemptLog();
+    const plain = new pg.Pool({ ...connection, max: waiting + 1, Client: countingClient(pgAttempts) });
+    const hotload = new Pool({
+      max: waiting + 1,
+      Client: countingClient(hotloadAttempts),
+      // Long enough for several retries; the queries fail when it runs out.
+      hotload: { source: { secretDirectory: fixture.dir }, credentialWaitMillis: 1_500 },
+    });
+    const held = [await plain.connect(), await hotload.connect()];
+    onTestFinished(async () => {
+      for (const client of held) client.release();
+      await Promise.all([plain.end(), hotload.end()]);
+      await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_0'");
+    });
+    await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_1'"); // the secret never follows
+    // Attempt 1 of each pool opened the held client.
+
+    const [pgOutcomes, hotloadOutcomes] = await Promise.all([
+      Promise.all(Array.from({ length: waiting }, () => outcome(plain.query('SELECT 1')))),
+      Promise.all(Array.from({ length: waiting }, () => outcome(hotload.query('SELECT 1')))),
+    ]);
+
+    // Both fail each query with the database's refusal in the end ...
+    expect(pgOutcomes).toEqual(Array(waiting).fill('28P01'));
+    expect(hotloadOutcomes).toEqual(Array(waiting).fill('28P01'));
+    // ... pg.Pool after one attempt per checkout, all at once ...
+    expect(pgAttempts.started).toBe(1 + waiting);
+    expect(pgAttempts.peakInFlight(1)).toBe(waiting);
+    // ... hotload-pg after the same first attempts, all at once, then retries (it waits for
+    // credentials) that never overlap: one connection at a time, not one per checkout.
+    expect(hotloadAttempts.peakInFlight(1)).toBe(waiting);
+    expect(hotloadAttempts.started).toBeGreaterThan(1 + waiting);
+    expect(hotloadAttempts.peakInFlight(1 + waiting)).toBe(1);
+  });
+
+  it('grow again once a retry gets through, serving every waiting checkout', async () => {
+    const waiting = 4;
+    await fixture.writer.write(fixture.secret('storm_pw_0'));
+    const attempts = new AttemptLog();
+    const hotload = new Pool({
+      max: waiting + 1,
+      Client: countingClient(attempts),
+      hotload: { source: { secretDirectory: fixture.dir }, credentialWaitMillis: 60_000 },
+    });
+    const held = await hotload.connect();
+    onTestFinished(async () => {
+      held.release();
+      await hotload.end();
+      await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_0'");
+    });
+    await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_1'");
+    const queries = Array.from({ length: waiting }, () => outcome(hotload.query('SELECT 1')));
+    // Every first attempt refused, and a retry after the pause too.
+    await untilHolds(attempts, 'ended', () => attempts.failed > waiting, 'a retry refused');
+    // The password changes back (no new secret): the next retry gets through.
+    await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_0'");
+    expect(await Promise.all(queries)).toEqual(Array(waiting).fill('served'));
+    expect(hotload.totalCount).toBe(1 + waiting);
+  });
+});
