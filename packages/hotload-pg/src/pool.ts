@@ -359,9 +359,10 @@ export class Pool extends pg.Pool {
       submittable.once?.('end', (result?: unknown) => finish(undefined, result));
       afterHandledError(submittable, finish);
       if (submittable instanceof pg.Query) {
-        // pg's Client makes a callback given with a Query the Query's own: the Query would
-        // then report its error there instead of its 'error' event (and buffer every row).
-        // As pg-pool's, this one gets none: it ends by its 'end' event or its error.
+        // pg's Client (8.2x) makes a callback given with a Query the Query's own, and the
+        // Query then reports its error there instead of its 'error' event (and buffers every
+        // row). This pool returns the Query itself rather than a promise, so it gives it none:
+        // the Query reports through its own events (or its own callback), never swallowed.
         client.query(submittable);
         return;
       }
