@@ -46,12 +46,11 @@ declare namespace pgModule {
   export type DatabaseError = pg.DatabaseError;
   /** pg's `Query` (as on pg's default export, where `@types/pg` declares it without type parameters). */
   export type Query = pg.Query;
+  // Values typed as arrays, as @types/pg 8.11.0 (the oldest allowed) constrains them.
   /** pg's `QueryConfig`. */
-  export type QueryConfig<I = PgValues> = pg.QueryConfig<I>;
+  export type QueryConfig<I extends PgValues = PgValues> = pg.QueryConfig<I>;
   /** pg's `QueryArrayConfig`. */
-  export type QueryArrayConfig<I = PgValues> = pg.QueryArrayConfig<I>;
-  /** pg's `QueryConfigValues`. */
-  export type QueryConfigValues<T> = pg.QueryConfigValues<T>;
+  export type QueryArrayConfig<I extends PgValues = PgValues> = pg.QueryArrayConfig<I>;
   /** pg's `QueryResult`. */
   export type QueryResult<R extends QueryResultRow = PgRow> = pg.QueryResult<R>;
   /** pg's `QueryArrayResult`. */

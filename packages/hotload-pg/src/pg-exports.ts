@@ -45,6 +45,7 @@ export const escapeIdentifier: typeof pg.escapeIdentifier = pg.escapeIdentifier;
 /** pg's `escapeLiteral`. */
 export const escapeLiteral: typeof pg.escapeLiteral = pg.escapeLiteral;
 
+// pg's types that @types/pg 8.11.0, the oldest allowed, already has (`QueryConfigValues` came later).
 export type {
   BindConfig,
   ClientBase,
@@ -61,7 +62,6 @@ export type {
   QueryArrayConfig,
   QueryArrayResult,
   QueryConfig,
-  QueryConfigValues,
   QueryParse,
   QueryResult,
   QueryResultBase,
