@@ -59,6 +59,9 @@ export class Generation {
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
+  /** Checkouts asked of {@link pool} that it has not called back yet. */
+  #unanswered = 0;
+  #allAnswered: (() => void) | undefined;
   #closing: Promise<void> | undefined;
   #forceClosedError: ForceClosedError | undefined;
 
@@ -147,7 +150,9 @@ export class Generation {
    */
   checkout(callback: CheckoutCallback, direct = false, context?: unknown): void {
     this.outstanding++;
+    this.#unanswered++;
     this.pool.connect((err, client, pgRelease) => {
+      if (--this.#unanswered === 0) this.#allAnswered?.();
       if (err !== undefined || client === undefined) {
         const error = err ?? new Error('hotload-pg: checkout returned no client');
         this.outstanding--;
@@ -259,9 +264,11 @@ export class Generation {
   }
 
   async #close(): Promise<void> {
-    // pg-pool serves a checkout that found an idle client on the next tick; ending the
-    // pool before that tick would strand it. setImmediate runs after those ticks.
-    await new Promise((resolve) => setImmediate(resolve));
+    // A checkout pg-pool has not answered yet must be answered before its end(): once
+    // ending, pg-pool never serves its queue. One may be queued for a tick (an idle client
+    // is handed over on the next tick) or until a released client that pg-pool does not
+    // reuse (maxUses, lifetime, broken) has closed (see #giveBack).
+    if (this.#unanswered > 0) await new Promise<void>((resolve) => (this.#allAnswered = resolve));
     clearTimeout(this.#growthTimer);
     await this.pool.end();
     // pg-pool's end() resolves once its clients are *asked* to end; a generation is closed
