@@ -23,6 +23,7 @@ import type { PoolConfig } from './options.js';
 import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
 import { toPgPoolConfig } from './pg-pool-config.js';
 import { PgPoolDriver } from './pg-pool-driver.js';
+import { defineClientListViews } from './pg-pool-lists.js';
 import { type NodeCallback, promisify } from './promisify.js';
 
 /**
@@ -201,16 +202,20 @@ export class Pool extends pg.Pool {
   /** Clients past `maxLifetimeSeconds`, in every generation. */
   declare readonly expiredCount: number;
 
-  /** pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}). */
-  override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
+  /**
+   * pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}).
+   * pg's overload comes first: a listener written for pg.Pool infers pg's parameter types
+   * (`release`'s `err` is `Error`, as `@types/pg` declares it), so it compiles here unchanged.
+   */
   override on<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override on(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     return super.on(event as 'error', listener as never);
   }
 
   /** As {@link Pool.(on:1)}, for one event. */
-  override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     return super.once(event, listener as (...args: unknown[]) => void);
   }
@@ -239,6 +244,10 @@ export class Pool extends pg.Pool {
         pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
       expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
     });
+    // pg-pool's `_clients`/`_idle`, which programs and pg's own tests read: every generation's.
+    defineClientListViews(prototype, (pool: Pool) =>
+      #generations in pool ? [...pool.#generations].map((generation) => generation.pool) : [],
+    );
     // `options`: pg-pool's options of the current generation (connection fields come from
     // the source). pg-pool's constructor writes (and completes) the base options through
     // the setter before this class's fields exist, hence the brand check in the getter.
@@ -324,9 +333,12 @@ export class Pool extends pg.Pool {
   }
 
   /**
-   * `pool.query(submittable)` (pg-cursor, pg-query-stream, ...): returns the submittable
-   * at once (as pg's types declare) and gives the client back when it ends: on its
-   * callback (query streams) or its `end` event (cursors, also after `close()`).
+   * `pool.query(submittable)` (pg's `Query`, pg-cursor, pg-query-stream, ...): returns the
+   * submittable at once (as pg's types declare) and gives the client back when it is done:
+   * its `end` event (cursors, also after `close()`), the callback pg's Client hands it
+   * (query streams report there), or an error the client hands it (SQL or connection: the
+   * client then goes back with that error, as `pool.query` gives back a failed client). As
+   * pg-pool does, a client error while it runs is listened to (no crash) and ends it.
    */
   #querySubmittable(submittable: SubmittableLike, cb: QueryCallback | undefined): SubmittableLike {
     this.#checkout((err, client) => {
@@ -336,16 +348,25 @@ export class Pool extends pg.Pool {
         return cb?.(error);
       }
       let released = false;
-      const release = (releaseError?: Error): void => {
+      const finish = (error?: Error | null, result?: unknown): void => {
         if (released) return;
         released = true;
-        client.release(releaseError);
+        client.removeListener('error', finish);
+        client.release(error ?? undefined);
+        cb?.(error ?? undefined, result);
       };
-      if (typeof submittable.once === 'function') submittable.once('end', () => release());
-      (client.query as LooseQuery).call(client, submittable, (queryError: Error | null, result: unknown) => {
-        release(queryError ?? undefined);
-        cb?.(queryError ?? undefined, result);
-      });
+      client.once('error', finish);
+      submittable.once?.('end', (result?: unknown) => finish(undefined, result));
+      afterHandledError(submittable, finish);
+      if (submittable instanceof pg.Query) {
+        // pg's Client (8.2x) makes a callback given with a Query the Query's own, and the
+        // Query then reports its error there instead of its 'error' event (and buffers every
+        // row). This pool returns the Query itself rather than a promise, so it gives it none:
+        // the Query reports through its own events (or its own callback), never swallowed.
+        client.query(submittable);
+        return;
+      }
+      (client.query as LooseQuery).call(client, submittable, finish);
     });
     return submittable;
   }
@@ -610,8 +631,25 @@ type QueryCallback = (err: Error | undefined, result?: unknown) => void;
 
 interface SubmittableLike {
   submit: (...args: never[]) => unknown;
-  handleError?: (err: Error) => void;
-  once?: (event: string, listener: () => void) => unknown;
+  handleError?: (err: Error, ...rest: unknown[]) => unknown;
+  once?: (event: string, listener: (...args: never[]) => void) => unknown;
+}
+
+/**
+ * Runs `then(err)` after `submittable` has handled an error its client hands it (pg's
+ * Client calls `handleError` for a SQL error and for a lost connection). A cursor or a
+ * Query with its own callback reports an error there and never emits `end`.
+ */
+function afterHandledError(submittable: SubmittableLike, then: (err: Error) => void): void {
+  const handleError = submittable.handleError;
+  if (typeof handleError !== 'function') return;
+  submittable.handleError = function handleErrorThenRelease(this: unknown, err: Error, ...rest: unknown[]) {
+    try {
+      return handleError.call(this, err, ...rest);
+    } finally {
+      then(err);
+    }
+  };
 }
 
 function isSubmittable(value: unknown): value is SubmittableLike {
