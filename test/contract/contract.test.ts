@@ -137,8 +137,7 @@ describe('contract: every driver follows the source', () => {
     it('waits for the new secret when the password changed in the database first, where the library fails', async () => {
       const source = new RereadHookSource({ secretDirectory: secret.path });
       const s = await create(30_000, source);
-      // One connection in use: the query below has to log in on a new one. (hotload-pg
-      // waits only while the generation has clients; the other drivers wait either way.)
+      // One connection in use: the query below has to log in on a new one.
       const held = await s.hold();
       await held.query('SELECT 1');
       const old = passwords.app_a;

@@ -63,6 +63,15 @@ export class FaultProxy {
     for (const link of this.#links) link.reset();
   }
 
+  /**
+   * Sends `bytes` to every connected client as if its server had sent them, in order with
+   * the server's own bytes: a stray protocol message, as a pooler or a proxy sometimes sends
+   * out of order (node-postgres gh-issue 3174).
+   */
+  injectToClients(bytes: Buffer): void {
+    for (const link of this.#links) link.injectToClient(bytes);
+  }
+
   /** Refuses new connections (the port stops listening, so clients see ECONNREFUSED). */
   async refuseNew(): Promise<void> {
     if (this.#refusing) return;
@@ -153,6 +162,10 @@ class Link {
       );
       socket.on('end', () => toPeer.afterPending(() => peer.end()));
     }
+  }
+
+  injectToClient(bytes: Buffer): void {
+    this.#toClient.push(bytes);
   }
 
   flush(): void {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { ForceClosedError } from './errors.js';
 import { forceCloseClient, isForceClosed } from './force-close.js';
-import { clientsOf } from './pg-pool-internals.js';
+import { clientsOf } from './pg-pool-lists.js';
 
 /** Callback of a checkout: pg.Pool's `connect` callback shape. */
 export type CheckoutCallback = (
@@ -65,6 +65,9 @@ export class Generation {
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
+  /** Checkouts asked of {@link pool} that it has not called back yet. */
+  #unanswered = 0;
+  #allAnswered: (() => void) | undefined;
   #closing: Promise<void> | undefined;
   #forceClosedError: ForceClosedError | undefined;
 
@@ -93,11 +96,6 @@ export class Generation {
   /** True while a checkout would not have to wait inside the generation's pool. */
   hasCapacity(): boolean {
     return this.outstanding < (this.#pausedLimit ?? this.max);
-  }
-
-  /** Connected clients whose socket is not closed yet. */
-  get live(): number {
-    return this.#clients.size;
   }
 
   /**
@@ -151,10 +149,12 @@ export class Generation {
    */
   checkout(callback: CheckoutCallback, direct = false, context?: unknown): void {
     this.outstanding++;
+    this.#unanswered++;
     let answered = false;
     try {
       this.pool.connect((err, client, pgRelease) => {
         answered = true;
+        this.#answered();
         this.#answer(callback, direct, context, err, client, pgRelease);
       });
     } catch (error) {
@@ -162,9 +162,17 @@ export class Generation {
       // connection string): the caller gets the throw, as from pg.Pool, and nothing is
       // owed. (A client class that answers at once may make the caller's own callback
       // throw through here: that checkout was settled already.)
-      if (!answered) this.outstanding--;
+      if (!answered) {
+        this.outstanding--;
+        this.#answered();
+      }
       throw error;
     }
+  }
+
+  /** One checkout asked of pg-pool was answered (or never asked): the drain may go on once all are. */
+  #answered(): void {
+    if (--this.#unanswered === 0) this.#allAnswered?.();
   }
 
   /** pg-pool answered a checkout: hand the client over, or report the failed connect. */
@@ -286,9 +294,11 @@ export class Generation {
   }
 
   async #close(): Promise<void> {
-    // pg-pool serves a checkout that found an idle client on the next tick; ending the
-    // pool before that tick would strand it. setImmediate runs after those ticks.
-    await new Promise((resolve) => setImmediate(resolve));
+    // A checkout pg-pool has not answered yet must be answered before its end(): once
+    // ending, pg-pool never serves its queue. One may be queued for a tick (an idle client
+    // is handed over on the next tick) or until a released client that pg-pool does not
+    // reuse (maxUses, lifetime, broken) has closed (see #giveBack).
+    if (this.#unanswered > 0) await new Promise<void>((resolve) => (this.#allAnswered = resolve));
     clearTimeout(this.#growthTimer);
     await this.pool.end();
     // pg-pool's end() resolves once its clients are *asked* to end; a generation is closed

@@ -1,8 +1,11 @@
 /**
  * hotload-pg: a drop-in `pg.Pool` that follows rotating credentials, and a pg-compatible
- * module object for libraries that take "the pg module" (TypeORM's `driver` option).
+ * module object for libraries that take "the pg module" (TypeORM's `driver` option). Its
+ * default export and its named exports are pg's (`Client`, `types`, `defaults`, pg's types,
+ * ...) with hotload-pg's `Pool`: switching from 'pg' is a change of the import alone.
  */
 export { RedactedError, redactError } from 'hotload-core';
+export { default } from './default-export.js';
 export { ForceClosedError } from './errors.js';
 export type {
   DrainedEvent,
@@ -14,9 +17,7 @@ export type {
 } from './events.js';
 export { forceCloseClient } from './force-close.js';
 export type { HotloadOptions, PoolConfig } from './options.js';
-
-import { createPgModule } from './pg-module.js';
-
+export * from './pg-exports.js';
 export { createPgModule, type PgModule } from './pg-module.js';
 export { STATIC_SOURCE_NAME } from './pg-options-source.js';
 export { type ConnectionSettings, toPgPoolConfig } from './pg-pool-config.js';
@@ -25,11 +26,3 @@ export { logPoolEvents } from './pool-logging.js';
 export { type InstrumentPoolOptions, instrumentPool } from './pool-metrics.js';
 export type { SourceFollowingClientClass } from './source-following-client.js';
 export { type HotloadTypeOrmOptions, hotloadTypeOrmOptions } from './typeorm-options.js';
-
-/**
- * `import pg from 'hotload-pg'`: the pg module object with hotload-pg's `Pool` (see
- * {@link createPgModule}), so `import pg from 'pg'; new pg.Pool(...)` switches by changing
- * the import alone.
- */
-const pgModule = createPgModule();
-export default pgModule;

@@ -38,5 +38,8 @@ function pgModuleWith(HotloadPool: typeof Pool, Client: typeof pg.Client = pg.Cl
   // pg's module object keeps its members as own enumerable properties (`native` is a lazy
   // non-enumerable getter), so a spread copies all of them, `defaults` by reference: a
   // library that sets `defaults.parseInt8` through this object changes pg's, as with pg.
-  return { ...pg, Pool: HotloadPool, Client, native: null };
+  const module = { ...pg, Pool: HotloadPool, Client } as PgModule;
+  // Not enumerable, as pg's: `Object.keys(pg)` never lists `native` (node-postgres tests it,
+  // gh-issue 1992), and a copy of the module does not carry it.
+  return Object.defineProperty(module, 'native', { value: null, enumerable: false });
 }

@@ -23,7 +23,7 @@ import type { PoolConfig } from './options.js';
 import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
 import { toPgPoolConfig } from './pg-pool-config.js';
 import { PgPoolDriver } from './pg-pool-driver.js';
-import { clientsOf, idleItemsOf, type PgPoolPendingItem, pendingItemsOf } from './pg-pool-internals.js';
+import { defineClientListViews, type PgPoolPendingItem, pendingItemsOf } from './pg-pool-lists.js';
 import { type NodeCallback, promisify, rejectedWith } from './promisify.js';
 
 /**
@@ -100,15 +100,15 @@ export class Pool extends pg.Pool {
   #credentialFailures = 0;
 
   /**
-   * Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}).
-   *
-   * @param Client - the client class, as pg-pool's own constructor takes it (the `Client`
-   * option wins; pg.Pool passes pg's `Client` there): code written against `pg-pool`
-   * switches too.
+   * Same options as `pg.Pool`, plus `hotload` (see {@link HotloadOptions}). A client class
+   * passed second is used as pg-pool's own constructor uses it (unless the `Client` option
+   * names one), so code written against `pg-pool` switches too; it stays out of the type,
+   * which is pg.Pool's, so the class remains interchangeable with it.
    */
-  constructor(config?: PoolConfig, Client?: new (...args: never[]) => pg.ClientBase) {
+  constructor(config?: PoolConfig) {
     const { hotload, ...options } = config ?? {};
-    // (A client class is all pg-pool needs; @types/pg types the option loosely or not at all.)
+    // biome-ignore lint/complexity/noArguments: pg-pool's second parameter, kept out of the signature (see above)
+    const Client: unknown = arguments[1];
     const pgConfig = (Client && !options.Client ? { ...options, Client } : options) as pg.PoolConfig;
     // pg-pool's constructor only records options (defaults applied, password hidden) and
     // empty queues; it opens nothing. Its queues stay unused: generations do the pooling.
@@ -208,17 +208,21 @@ export class Pool extends pg.Pool {
   /** Clients past `maxLifetimeSeconds`, in every generation. */
   declare readonly expiredCount: number;
 
-  /** pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}). */
-  override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
+  /**
+   * pg.Pool's events, typed as strictly as pg's typings do, plus hotload's (see {@link PoolEvents}).
+   * pg's overload comes first: a listener written for pg.Pool infers pg's parameter types
+   * (`release`'s `err` is `Error`, as `@types/pg` declares it), so it compiles here unchanged.
+   */
   override on<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override on(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     this.#forwardOnDemand(event);
     return super.on(event as 'error', listener as never);
   }
 
   /** As {@link Pool.(on:1)}, for one event. */
-  override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     this.#forwardOnDemand(event);
     return super.once(event, listener as (...args: unknown[]) => void);
@@ -260,20 +264,23 @@ export class Pool extends pg.Pool {
         pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
       expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
     });
-    // pg-pool's internal lists, which code and tests written against pg-pool read
-    // (`pool._clients[0]`, `pool._idle.length`; see pg-pool-internals.ts): fresh arrays
-    // over every generation, and the waiting checkouts of this pool's own queue. Not in
-    // pg's typings, so not in this class's either. pg-pool's constructor assigns its own
-    // empty lists; the setters drop them (this pool never queues in its own pg-pool).
+    // pg-pool's `_clients`/`_idle`, which programs and pg's own tests read: every generation's.
+    defineClientListViews(prototype, (pool: Pool) =>
+      #generations in pool ? [...pool.#generations].map((generation) => generation.pool) : [],
+    );
+    // pg-pool's `_pendingQueue` (see pg-pool-lists.ts): the checkouts waiting in this pool's
+    // own queue (those pg.Pool would count as connecting excepted, as in `waitingCount`),
+    // then any in a generation's. Writes are dropped, as for the lists above.
     defineGetters(
       prototype,
       {
-        _clients: (pool: Pool) => pool.#flatten(clientsOf),
-        _idle: (pool: Pool) => pool.#flatten(idleItemsOf),
-        _pendingQueue: (pool: Pool): PgPoolPendingItem[] => [
-          ...pool.#waiters.slice(pool.#connectingFirst()).map(({ callback }) => ({ callback })),
-          ...pool.#flatten(pendingItemsOf),
-        ],
+        _pendingQueue: (pool: Pool): PgPoolPendingItem[] =>
+          #waiters in pool
+            ? [
+                ...pool.#waiters.slice(pool.#connectingFirst()).map(({ callback }) => ({ callback })),
+                ...pool.#flatten(pendingItemsOf),
+              ]
+            : [],
       },
       noop,
     );
@@ -372,9 +379,12 @@ export class Pool extends pg.Pool {
   }
 
   /**
-   * `pool.query(submittable)` (pg-cursor, pg-query-stream, ...): returns the submittable
-   * at once (as pg's types declare) and gives the client back when it ends: on its
-   * callback (query streams) or its `end` event (cursors, also after `close()`).
+   * `pool.query(submittable)` (pg's `Query`, pg-cursor, pg-query-stream, ...): returns the
+   * submittable at once (as pg's types declare) and gives the client back when it is done:
+   * its `end` event (cursors, also after `close()`), the callback pg's Client hands it
+   * (query streams report there), or an error the client hands it (SQL or connection: the
+   * client then goes back with that error, as `pool.query` gives back a failed client). As
+   * pg-pool does, a client error while it runs is listened to (no crash) and ends it.
    */
   #querySubmittable(submittable: SubmittableLike, cb: QueryCallback | undefined): SubmittableLike {
     this.#checkout((err, client) => {
@@ -384,16 +394,25 @@ export class Pool extends pg.Pool {
         return cb?.(error);
       }
       let released = false;
-      const release = (releaseError?: Error): void => {
+      const finish = (error?: Error | null, result?: unknown): void => {
         if (released) return;
         released = true;
-        client.release(releaseError);
+        client.removeListener('error', finish);
+        client.release(error ?? undefined);
+        cb?.(error ?? undefined, result);
       };
-      if (typeof submittable.once === 'function') submittable.once('end', () => release());
-      (client.query as LooseQuery).call(client, submittable, (queryError: Error | null, result: unknown) => {
-        release(queryError ?? undefined);
-        cb?.(queryError ?? undefined, result);
-      });
+      client.once('error', finish);
+      submittable.once?.('end', (result?: unknown) => finish(undefined, result));
+      afterHandledError(submittable, finish);
+      if (submittable instanceof pg.Query) {
+        // pg's Client (8.2x) makes a callback given with a Query the Query's own, and the
+        // Query then reports its error there instead of its 'error' event (and buffers every
+        // row). This pool returns the Query itself rather than a promise, so it gives it none:
+        // the Query reports through its own events (or its own callback), never swallowed.
+        client.query(submittable);
+        return;
+      }
+      (client.query as LooseQuery).call(client, submittable, finish);
     });
     return submittable;
   }
@@ -566,10 +585,10 @@ export class Pool extends pg.Pool {
   /**
    * A new connection failed. The request fails too, as with pg.Pool, unless someone else
    * can serve it: a newer generation (the failing one is retired), or, for a credential
-   * failure (28P01/28000) of the serving generation of a pool with a source while that
-   * generation still has clients, those clients as they are released or the generation
-   * of the new secret. That is the password changed in the database a moment before the
-   * secret: the manager re-reads the source at once and bounds the wait by
+   * failure (28P01/28000) of the serving generation of a pool with a source, that
+   * generation's clients as they are released (if it has any) or the generation of the
+   * new secret. That is the password changed in the database a moment before the secret
+   * (with or without open clients: an idle service's clients may all have timed out): the manager re-reads the source at once and bounds the wait by
    * `credentialWaitMillis` (`connectionTimeoutMillis` still runs from the checkout); the
    * request waits at the head of the queue, and the generation tries one new connection
    * at a time with backoff meanwhile.
@@ -582,7 +601,7 @@ export class Pool extends pg.Pool {
   ): boolean {
     if (this.ending) return false;
     const serving = generation === this.#current;
-    if (serving && (this.#fixed !== undefined || !isCredentialFailure(err) || generation.live === 0)) {
+    if (serving && (this.#fixed !== undefined || !isCredentialFailure(err))) {
       return false;
     }
     // A checkout that went straight to the generation gets its clock now: its own connect
@@ -694,8 +713,25 @@ type QueryCallback = (err: Error | undefined, result?: unknown) => void;
 
 interface SubmittableLike {
   submit: (...args: never[]) => unknown;
-  handleError?: (err: Error) => void;
-  once?: (event: string, listener: () => void) => unknown;
+  handleError?: (err: Error, ...rest: unknown[]) => unknown;
+  once?: (event: string, listener: (...args: never[]) => void) => unknown;
+}
+
+/**
+ * Runs `then(err)` after `submittable` has handled an error its client hands it (pg's
+ * Client calls `handleError` for a SQL error and for a lost connection). A cursor or a
+ * Query with its own callback reports an error there and never emits `end`.
+ */
+function afterHandledError(submittable: SubmittableLike, then: (err: Error) => void): void {
+  const handleError = submittable.handleError;
+  if (typeof handleError !== 'function') return;
+  submittable.handleError = function handleErrorThenRelease(this: unknown, err: Error, ...rest: unknown[]) {
+    try {
+      return handleError.call(this, err, ...rest);
+    } finally {
+      then(err);
+    }
+  };
 }
 
 function isSubmittable(value: unknown): value is SubmittableLike {

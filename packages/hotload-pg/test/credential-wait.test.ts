@@ -5,7 +5,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { Pool } from 'hotload-pg';
-import { untilHolds } from 'hotload-test-support';
+import { nextEvent, untilHolds } from 'hotload-test-support';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { useSecretDirectory } from './secret-directory-fixture.js';
@@ -141,5 +141,39 @@ describe('checkouts waiting after a refused login', () => {
     await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_0'");
     expect(await Promise.all(queries)).toEqual(Array(waiting).fill('served'));
     expect(hotload.totalCount).toBe(1 + waiting);
+  });
+
+  it('wait for the new secret even when every client had idled out, where pg.Pool fails', async () => {
+    // An idle service: its clients timed out, then the password changes in the database a
+    // moment before the secret. The next request's login is refused.
+    const connection = fixture.cluster.connectionConfig({ user: 'storm', password: 'storm_pw_0' });
+    await fixture.writer.write(fixture.secret('storm_pw_0'));
+    const options = { max: 2, idleTimeoutMillis: 1 };
+    const attempts = new AttemptLog();
+    const plain = new pg.Pool({ ...connection, ...options });
+    const hotload = new Pool({
+      ...options,
+      Client: countingClient(attempts),
+      hotload: { source: { secretDirectory: fixture.dir } },
+    });
+    onTestFinished(async () => {
+      await Promise.all([plain.end(), hotload.end()]);
+      await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_0'");
+    });
+    for (const pool of [plain, hotload]) {
+      const removed = nextEvent(pool, 'remove');
+      await pool.query('SELECT 1');
+      await removed;
+      expect(pool.totalCount).toBe(0);
+    }
+    await fixture.cluster.query("ALTER ROLE storm PASSWORD 'storm_pw_1'");
+    expect(await outcome(plain.query('SELECT 1'))).toBe('28P01');
+    const query = outcome(hotload.query('SELECT 1'));
+    await untilHolds(attempts, 'ended', () => attempts.failed === 1, 'the login refused');
+    // The secret follows the refusal (the re-read the refusal caused found the old one).
+    const switched = nextEvent(hotload, 'switch');
+    await fixture.writer.write(fixture.secret('storm_pw_1'));
+    await switched;
+    expect(await query).toBe('served');
   });
 });

@@ -48,6 +48,42 @@ function poolFor(
   return { pool, events };
 }
 
+/**
+ * A pg.Client class whose `end()` can be held (as a slow socket close would), for the
+ * moment between pg-pool dropping a client and that client having closed.
+ */
+class HeldCloses {
+  #held: Array<() => void> | undefined;
+
+  hold(): void {
+    this.#held ??= [];
+  }
+
+  release(): void {
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const end of held) end();
+  }
+
+  clientClass(): typeof pg.Client {
+    const closes = this;
+    return class SlowClosingClient extends pg.Client {
+      constructor(config?: string | pg.ClientConfig) {
+        super(config);
+        // An own property: pg's typings of end() differ across the 8.x versions we support.
+        const end = this.end as (callback?: () => void) => unknown;
+        Object.assign(this, {
+          end: (callback?: () => void) => {
+            if (closes.#held === undefined) return end.call(this, callback);
+            closes.#held.push(() => end.call(this, callback));
+            return undefined;
+          },
+        });
+      }
+    };
+  }
+}
+
 /** Runs `SELECT` in `concurrency` loops until `stop()`; counts successes and failures. */
 function load(pool: Pool, concurrency: number) {
   let running = true;
@@ -151,6 +187,30 @@ describe('waiters and transactions', () => {
     served.release();
     held.release();
     await pool.end();
+  });
+
+  it('serves a checkout pg-pool holds for a client it does not reuse, even if a switch drains that pool meanwhile', async () => {
+    // max 1, maxUses 1: the released client is closed, not reused, and the waiting
+    // checkout (already handed to the generation's pg-pool) waits for that close. The
+    // close is held past the switch (a slow socket close, as under load), so the old pool
+    // starts draining with the checkout still in its queue: an ending pg-pool never
+    // serves its queue.
+    const closing = new HeldCloses();
+    await createRole(cluster, 'held_close', 'pw_held');
+    const { pool } = poolFor('held_close', 'pw_held', { max: 1, maxUses: 1, Client: closing.clientClass() });
+    const held = await pool.connect();
+    const waiting = pool.query('SELECT current_user AS user').then((result) => result.rows[0].user as string);
+    expect(pool.waitingCount).toBe(1); // queued in hotload-pg, the generation being full
+    closing.hold();
+    held.release();
+    const switched = nextEvent<SwitchEvent>(pool, 'switch');
+    const drained = nextEvent(pool, 'drained');
+    void pool.switchTo(configFor(cluster));
+    await switched;
+    closing.release();
+    // Before: the old pool ended with the checkout in its queue; the query never settled.
+    expect(await Promise.race([waiting, drained.then(() => 'drained first')])).toBe('held_close');
+    await drained;
   });
 
   it('lets a transaction open across a switch commit on its original connection', async () => {

@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { typeCheck } from './type-check.js';
 
 const appFile = 'old-pg/as-pg-pool.ts';
+/** An app written for pg with only its imports switched to hotload-pg. */
+const switchedImportsFile = 'old-pg/as-pg-imports.ts';
 
 describe('types', () => {
   it('makes Pool a pg.Pool and the default export a pg module, events typed as strictly as pg (current @types/pg)', () => {
@@ -16,6 +18,11 @@ describe('types', () => {
 
   it('does the same for an app on the oldest supported @types/pg (8.11)', () => {
     expect(typeCheck({ [appFile]: undefined }, 'oldest')).toEqual([]);
+  });
+
+  it("compiles code written for pg with 'pg' replaced by 'hotload-pg' in its imports: named, default and namespace imports, pg's types through each (current and oldest @types/pg)", () => {
+    expect(typeCheck({ [switchedImportsFile]: undefined }, 'current')).toEqual([]);
+    expect(typeCheck({ [switchedImportsFile]: undefined }, 'oldest')).toEqual([]);
   });
 
   it('reports wrong types: the check above can fail', () => {

@@ -124,19 +124,6 @@ describe('pool.connect (same as pg.Pool)', () => {
     });
   });
 
-  it('poolSize, the old name of max, bounds the pool', async () => {
-    await diff.expectSame({ poolSize: 2 } as pg.PoolConfig, async ({ pool, rec }) => {
-      const a = await pool.connect();
-      const b = await pool.connect();
-      const third = pool.connect();
-      rec.step('two checked out, one waiting', { max: pool.options.max });
-      a.release();
-      (await third).release();
-      b.release();
-      rec.step('all released');
-    });
-  });
-
   it('pool.options.max raised at run time: the pool grows (pg-pool reads it live)', async () => {
     await diff.expectSame({ max: 1 }, async ({ pool, rec }) => {
       await pool.query('SELECT 1');

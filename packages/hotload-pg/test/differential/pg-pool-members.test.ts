@@ -163,7 +163,8 @@ describe("a Client class as pg-pool's constructor's second argument (pg-pool's, 
     const seen: Record<string, string[]> = {};
     for (const [name, make] of [
       ['pg-pool', (o: pg.PoolConfig) => new PgPoolClass(o, TaggedClient)],
-      ['hotload-pg', (o: pg.PoolConfig) => new Pool(o, TaggedClient) as unknown as pg.Pool],
+      // The argument is outside pg.Pool's type (so outside hotload-pg's): JavaScript callers pass it.
+      ['hotload-pg', (o: pg.PoolConfig) => new (Pool as unknown as typeof PgPoolClass)(o, TaggedClient)],
       ['pg.Pool', (o: pg.PoolConfig) => new (pg.Pool as unknown as typeof PgPoolClass)(o, TaggedClient)],
     ] as const) {
       seen[name] = [
