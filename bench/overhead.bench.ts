@@ -13,6 +13,9 @@
  * of the server's noise that makes the query ratios swing by several percent per round
  * on a shared machine.
  *
+ * The server and this process run on separate CPUs where the machine allows it
+ * (`pinning` on the first line; see support/cpu-pinning.ts).
+ *
  * Fair by construction: both pools get the same options (`max`, and pg's defaults for the
  * rest; the hotload pool's connection fields come from a secret with the same login), both
  * open all their connections before the warm-up round, and `connections` on each line
@@ -33,6 +36,7 @@ import {
   writeSuperuserSecret,
 } from './support/alternating-rounds.js';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { pinServerAndClient } from './support/cpu-pinning.js';
 
 const { Pool: HotloadPool } = builtHotloadPg;
 
@@ -173,6 +177,8 @@ async function compareCheckouts(plain: Queryable, hotload: Queryable) {
 }
 
 const cluster = await startCluster();
+// Before any pool connects: backends forked from now on inherit the server's CPUs.
+const pinning = pinServerAndClient(cluster.pid);
 const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-'));
 try {
   await writeSuperuserSecret(cluster, dir);
@@ -197,6 +203,7 @@ try {
       connections,
       rounds,
       concurrency: CONCURRENCY,
+      pinning,
     }),
   );
   const waiters = await compare(
