@@ -13,35 +13,19 @@
  */
 import type pg from 'pg';
 
-const LISTS = ['_clients', '_idle'] as const;
-
 /** An item of pg-pool's `_pendingQueue`. */
 export interface PgPoolPendingItem {
   readonly callback: (...args: never[]) => void;
 }
 
-/**
- * Defines `_clients` and `_idle` on `prototype` as views over the pg-pools `poolsOf`
- * returns for an instance. Writes are ignored: pg-pool's constructor initialises both on
- * the outer pool, which never uses them.
- */
-export function defineClientListViews<T>(prototype: T, poolsOf: (instance: T) => Iterable<pg.Pool>): void {
-  for (const name of LISTS) {
-    Object.defineProperty(prototype, name, {
-      configurable: true,
-      get(this: T): unknown[] {
-        const joined: unknown[] = [];
-        for (const pool of poolsOf(this)) joined.push(...listOf(pool, name));
-        return joined;
-      },
-      set() {},
-    });
-  }
-}
-
 /** pg-pool's `_clients` of one pool: connecting, idle and checked-out clients. */
 export function clientsOf(pool: pg.Pool): readonly pg.PoolClient[] {
   return listOf(pool, '_clients');
+}
+
+/** pg-pool's `_idle` of one pool (its idle items). */
+export function idleItemsOf(pool: pg.Pool): readonly unknown[] {
+  return listOf(pool, '_idle');
 }
 
 /** pg-pool's `_pendingQueue` of one pool. */

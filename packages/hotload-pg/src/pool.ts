@@ -23,7 +23,7 @@ import type { PoolConfig } from './options.js';
 import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
 import { toPgPoolConfig } from './pg-pool-config.js';
 import { PgPoolDriver } from './pg-pool-driver.js';
-import { defineClientListViews, type PgPoolPendingItem, pendingItemsOf } from './pg-pool-lists.js';
+import { clientsOf, idleItemsOf, type PgPoolPendingItem, pendingItemsOf } from './pg-pool-lists.js';
 import { type NodeCallback, promisify, rejectedWith } from './promisify.js';
 
 /**
@@ -264,16 +264,17 @@ export class Pool extends pg.Pool {
         pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
       expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
     });
-    // pg-pool's `_clients`/`_idle`, which programs and pg's own tests read: every generation's.
-    defineClientListViews(prototype, (pool: Pool) =>
-      #generations in pool ? [...pool.#generations].map((generation) => generation.pool) : [],
-    );
-    // pg-pool's `_pendingQueue` (see pg-pool-lists.ts): the checkouts waiting in this pool's
-    // own queue (those pg.Pool would count as connecting excepted, as in `waitingCount`),
-    // then any in a generation's. Writes are dropped, as for the lists above.
+    // pg-pool's `_clients`, `_idle` and `_pendingQueue`, which programs and pg's own tests
+    // read (see pg-pool-lists.ts): every generation's, and for `_pendingQueue` first the
+    // checkouts waiting in this pool's own queue (those pg.Pool would count as connecting
+    // excepted, as in `waitingCount`). Writes are dropped: pg-pool's constructor sets them on
+    // this outer pool, which never uses them (its fields do not exist yet then, hence the
+    // brand checks).
     defineGetters(
       prototype,
       {
+        _clients: (pool: Pool) => (#generations in pool ? pool.#flatten(clientsOf) : []),
+        _idle: (pool: Pool) => (#generations in pool ? pool.#flatten(idleItemsOf) : []),
         _pendingQueue: (pool: Pool): PgPoolPendingItem[] =>
           #waiters in pool
             ? [
