@@ -8,6 +8,7 @@ import { Pool } from 'hotload-pg';
 import { nextEvent, untilHolds } from 'hotload-test-support';
 import pg from 'pg';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { clientClassWrapping } from './helpers.js';
 import { useSecretDirectory } from './secret-directory-fixture.js';
 
 const fixture = useSecretDirectory('storm', 'storm_pw_0');
@@ -52,23 +53,13 @@ class AttemptLog extends EventEmitter {
 
 /** A pg.Client class whose connection attempts `counter` logs. */
 function countingClient(counter: AttemptLog): typeof pg.Client {
-  return class CountingClient extends pg.Client {
-    constructor(config?: string | pg.ClientConfig) {
-      super(config);
-      // pg-pool connects its clients with a callback. (An own property rather than an
-      // override: pg's typings of connect() differ across the 8.x versions we support.)
-      const connect = this.connect as (callback: (err?: Error) => void) => void;
-      Object.assign(this, {
-        connect: (callback: (err?: Error) => void) => {
-          const ended = counter.start();
-          connect.call(this, (err) => {
-            ended(err);
-            callback(err);
-          });
-        },
-      });
-    }
-  };
+  return clientClassWrapping('connect', (connect, callback) => {
+    const ended = counter.start();
+    return connect((err) => {
+      ended(err);
+      callback?.(err);
+    });
+  });
 }
 
 const outcome = (query: Promise<unknown>) =>

@@ -1,5 +1,6 @@
 import { ConnectionConfig } from 'hotload-core';
 import type { PostgresCluster } from 'hotload-test-support';
+import pg from 'pg';
 
 /** A hotload-core config for `cluster`, as a source would produce it. */
 export function configFor(
@@ -49,4 +50,26 @@ export async function settledSessions(
     seen = await sessions(cluster);
   }
   return seen;
+}
+
+/** A client method as pg-pool calls it: with a callback (its return value unused). */
+type ClientMethod = (callback?: (err?: Error) => void) => unknown;
+
+/**
+ * A pg.Client class whose `method` (as pg-pool calls it: connect(cb), end(cb)) goes
+ * through `wrap`, for tests that watch or delay what pg-pool does with its clients. The
+ * wrapper is an own property of each client rather than an override: pg's typings of
+ * connect() and end() differ across the 8.x versions we support.
+ */
+export function clientClassWrapping(
+  method: 'connect' | 'end',
+  wrap: (original: ClientMethod, callback?: (err?: Error) => void) => unknown,
+): typeof pg.Client {
+  return class WrappedClient extends pg.Client {
+    constructor(config?: string | pg.ClientConfig) {
+      super(config);
+      const original = (this[method] as ClientMethod).bind(this);
+      Object.assign(this, { [method]: (callback?: (err?: Error) => void) => wrap(original, callback) });
+    }
+  };
 }

@@ -12,7 +12,7 @@ import {
 import { FaultProxy, nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { configFor, createRole, settledSessions } from './helpers.js';
+import { clientClassWrapping, configFor, createRole, settledSessions } from './helpers.js';
 
 let cluster: PostgresCluster;
 beforeAll(async () => {
@@ -66,21 +66,11 @@ class HeldCloses {
   }
 
   clientClass(): typeof pg.Client {
-    const closes = this;
-    return class SlowClosingClient extends pg.Client {
-      constructor(config?: string | pg.ClientConfig) {
-        super(config);
-        // An own property: pg's typings of end() differ across the 8.x versions we support.
-        const end = this.end as (callback?: () => void) => unknown;
-        Object.assign(this, {
-          end: (callback?: () => void) => {
-            if (closes.#held === undefined) return end.call(this, callback);
-            closes.#held.push(() => end.call(this, callback));
-            return undefined;
-          },
-        });
-      }
-    };
+    return clientClassWrapping('end', (end, callback) => {
+      if (this.#held === undefined) return end(callback);
+      this.#held.push(() => end(callback));
+      return undefined;
+    });
   }
 }
 
