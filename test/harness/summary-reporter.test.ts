@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatSlowest, slowestFiles } from '../support/summary-reporter.js';
+import { formatSlowest, formatUnhandled, slowestFiles } from '../support/summary-reporter.js';
 
 describe('summary reporter', () => {
   it('lists the slowest files first, with their durations in seconds', () => {
@@ -15,5 +15,20 @@ describe('summary reporter', () => {
 
   it('prints nothing when no file ran', () => {
     expect(formatSlowest(slowestFiles([]))).toBe('');
+  });
+
+  it('repeats unhandled errors shortly: name, message and the first stack frames only', () => {
+    const stack = [
+      'Error: boom',
+      ...Array.from({ length: 12 }, (_, i) => `    at frame${i} (file.ts:${i}:1)`),
+    ].join('\n');
+    const text = formatUnhandled([{ name: 'TypeError', message: 'boom', stack }]);
+    expect(text.split('\n')).toEqual([
+      'unhandled errors:',
+      '  TypeError: boom',
+      ...Array.from({ length: 8 }, (_, i) => `    at frame${i} (file.ts:${i}:1)`),
+      '',
+    ]);
+    expect(formatUnhandled([])).toBe('');
   });
 });

@@ -1,4 +1,4 @@
-import type { Reporter, TestModule } from 'vitest/node';
+import type { Reporter, SerializedError, TestModule } from 'vitest/node';
 
 /** How many of the slowest test files the summary lists. */
 const SLOWEST_FILES = 10;
@@ -21,6 +21,30 @@ export function formatSlowest(files: ReadonlyArray<FileTime>): string {
   return `slowest test files:\n${rows.join('\n')}\n`;
 }
 
+/** Stack lines kept per unhandled error in the summary. */
+const ERROR_STACK_LINES = 8;
+
+/**
+ * The unhandled errors again, short (name, message, the first stack lines), so that the
+ * tail of a long log (all a CI report may keep) still says what failed the run.
+ */
+export function formatUnhandled(
+  errors: ReadonlyArray<Pick<SerializedError, 'name' | 'message' | 'stack'>>,
+): string {
+  if (errors.length === 0) return '';
+  const blocks = errors.map((error) => {
+    const stack = (error.stack ?? '')
+      .split('\n')
+      .filter((line) => line.trimStart().startsWith('at '))
+      .slice(0, ERROR_STACK_LINES);
+    return [
+      `  ${error.name ?? 'Error'}: ${error.message}`,
+      ...stack.map((line) => `    ${line.trim()}`),
+    ].join('\n');
+  });
+  return `unhandled errors:\n${blocks.join('\n')}\n`;
+}
+
 function fileTime(module: TestModule): FileTime {
   const { collectDuration, duration } = module.diagnostic();
   return { file: module.relativeModuleId, millis: collectDuration + duration };
@@ -28,11 +52,15 @@ function fileTime(module: TestModule): FileTime {
 
 /**
  * Prints the slowest test files with their durations (so the suite's time is visible),
- * then one closing line, `tests: N passed, N failed, N skipped`, which CI and scripts
- * read regardless of vitest's own summary layout: it stays the last line.
+ * the unhandled errors (if any), then one closing line,
+ * `tests: N passed, N failed, N skipped[, N unhandled errors]`, which CI and scripts read
+ * regardless of vitest's own summary layout: it stays the last line.
  */
 export default class SummaryReporter implements Reporter {
-  onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
+  onTestRunEnd(
+    testModules: ReadonlyArray<TestModule>,
+    unhandledErrors: ReadonlyArray<SerializedError>,
+  ): void {
     const counts = { passed: 0, failed: 0, skipped: 0 };
     for (const module of testModules) {
       for (const test of module.children.allTests()) {
@@ -43,8 +71,10 @@ export default class SummaryReporter implements Reporter {
       }
     }
     process.stdout.write(formatSlowest(slowestFiles(testModules.map(fileTime))));
+    process.stdout.write(formatUnhandled(unhandledErrors));
+    const unhandled = unhandledErrors.length > 0 ? `, ${unhandledErrors.length} unhandled errors` : '';
     process.stdout.write(
-      `tests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped\n`,
+      `tests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped${unhandled}\n`,
     );
   }
 }
