@@ -39,6 +39,11 @@ export const CLUSTER_DIR_PREFIX = 'hotload-pg-cluster-';
 const SUPERUSER = 'postgres';
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 15_000;
+/**
+ * How long the end-of-suite stop lets sessions finish their own goodbye before it
+ * disconnects them (a hang guard for leaked sessions, not a measurement).
+ */
+const SMART_STOP_GRACE_MS = 2_000;
 
 let binaries: PostgresBinaries | undefined;
 const running = new Set<PostgresCluster>();
@@ -162,15 +167,18 @@ export class PostgresCluster {
 
   /**
    * Stops the server and waits for it to exit. `fast` (the default) disconnects clients
-   * and shuts down cleanly; `immediate` is a crash-like stop; `kill` is SIGKILL.
+   * and shuts down cleanly; `smart` first lets open sessions end on their own (then
+   * disconnects what is left, as `fast`); `immediate` is a crash-like stop; `kill` is SIGKILL.
    */
-  async shutdown(mode: 'fast' | 'immediate' | 'kill' = 'fast'): Promise<void> {
+  async shutdown(mode: 'smart' | 'fast' | 'immediate' | 'kill' = 'fast'): Promise<void> {
     const child = this.#process;
     if (!child) return;
-    const signal = mode === 'fast' ? 'SIGINT' : mode === 'immediate' ? 'SIGQUIT' : 'SIGKILL';
+    const signal = SHUTDOWN_SIGNALS[mode];
     child.kill(signal);
+    const fast = mode === 'smart' ? setTimeout(() => child.kill('SIGINT'), SMART_STOP_GRACE_MS) : undefined;
     const timer = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
     await this.#exited;
+    clearTimeout(fast);
     clearTimeout(timer);
   }
 
@@ -233,11 +241,16 @@ export class PostgresCluster {
     await this.query('SELECT pg_promote(true, 60)');
   }
 
-  /** Stops the server and removes its folder. Safe to call more than once. */
+  /**
+   * Stops the server and removes its folder. Safe to call more than once. A `smart` stop:
+   * `pg.Pool#end()` resolves before its clients' sockets have closed, and a backend a fast
+   * stop reaches before the client's goodbye sends it a FATAL that the ended pool, with
+   * nobody listening any more, throws as an uncaught 'error' into the test run.
+   */
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    await this.shutdown('fast');
+    await this.shutdown('smart');
     running.delete(this);
     rmSync(this.runDir, { recursive: true, force: true });
   }
@@ -248,6 +261,9 @@ export class PostgresCluster {
     rmSync(this.runDir, { recursive: true, force: true });
   }
 }
+
+/** postmaster's shutdown signals (see "Shutting Down the Server" in PostgreSQL's docs). */
+const SHUTDOWN_SIGNALS = { smart: 'SIGTERM', fast: 'SIGINT', immediate: 'SIGQUIT', kill: 'SIGKILL' } as const;
 
 /**
  * Settings that make a throwaway server start and write fast. Durability is not needed:

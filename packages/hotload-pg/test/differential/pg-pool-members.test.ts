@@ -145,17 +145,19 @@ describe("a Client class as pg-pool's constructor's second argument (pg-pool's, 
 
   /** Which class the clients of `pool` are, after one checkout. */
   async function clientClassOf(pool: pg.Pool): Promise<string> {
-    try {
-      const client = await pool.connect();
-      client.release();
-      return client instanceof TaggedClient
-        ? 'Tagged'
-        : client instanceof OptionClient
-          ? 'Option'
-          : 'pg.Client';
-    } finally {
-      await pool.end();
-    }
+    const client = await pool.connect();
+    // pg-pool's end() resolves before its clients' sockets have closed; 'remove' comes after.
+    // Waited for, so no backend of this test is left for the cluster's shutdown to kill
+    // (the pool, ended and unheard, would throw that FATAL as an uncaught 'error').
+    const removed = once(pool, 'remove');
+    client.release();
+    await pool.end();
+    await removed;
+    return client instanceof TaggedClient
+      ? 'Tagged'
+      : client instanceof OptionClient
+        ? 'Option'
+        : 'pg.Client';
   }
 
   it('used unless the options name a Client, as by pg-pool; ignored by pg.Pool', async () => {
