@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-reconciler';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
 
@@ -24,7 +24,7 @@ const quantile = (values: readonly number[], q: number) => {
 };
 const round = (value: number) => Number(value.toFixed(1));
 
-const settings = { wal_level: 'logical' };
+const settings = LOGICAL_REPLICATION_SETTINGS;
 const [a, b] = await Promise.all([startCluster({ settings }), startCluster({ settings })]);
 const work = await mkdtemp(join(tmpdir(), 'migration-bench-'));
 try {

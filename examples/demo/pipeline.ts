@@ -20,7 +20,12 @@ import {
   secretDirectory,
 } from 'hotload-claim-reconciler';
 import type { DrainedEvent, SwitchEvent } from 'hotload-pg';
-import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
+import {
+  LOGICAL_REPLICATION_SETTINGS,
+  nextEvent,
+  type PostgresCluster,
+  startCluster,
+} from 'hotload-test-support';
 import { type NotesService, startNotesService } from '../service/src/notes-service.js';
 import { type LoadStats, startLoad } from './load-generator.js';
 import { countRows, longestGap, type MoveReport, missingIds } from './move-check.js';
@@ -99,7 +104,7 @@ export async function runPipelineDemo(options: PipelineOptions): Promise<Pipelin
     // Each started cluster is recorded at once, so a failure of the other still stops it.
     // wal_level=logical: the move migrates the data by logical replication.
     const start = async () => {
-      const cluster = await startCluster({ settings: { wal_level: 'logical' } });
+      const cluster = await startCluster({ settings: LOGICAL_REPLICATION_SETTINGS });
       clusters.push(cluster);
       return cluster;
     };

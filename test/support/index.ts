@@ -43,6 +43,7 @@ export {
   type ClusterOptions,
   type ConnectionConfig,
   freePort,
+  LOGICAL_REPLICATION_SETTINGS,
   PostgresCluster,
   startCluster,
 } from './postgres-cluster.js';

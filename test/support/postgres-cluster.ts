@@ -25,6 +25,13 @@ export interface ClusterOptions {
   superuserPassword?: string;
 }
 
+/**
+ * Settings of a server an online migration reads from (or writes to): logical WAL, and
+ * commits that wait for synchronous standbys as on a production server (the throwaway
+ * default turns that off), so the migration's synchronous apply is what a user gets.
+ */
+export const LOGICAL_REPLICATION_SETTINGS = { wal_level: 'logical', synchronous_commit: 'on' } as const;
+
 /** A connection config for `pg` (what `new pg.Client(config)` takes). */
 export interface ConnectionConfig {
   host: string;

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -35,7 +35,7 @@ beforeAll(async () => {
   // One superuser password for both, so a claim's host/port override can reuse a fragment key's login.
   const superuserPassword = randomBytes(18).toString('base64url');
   // wal_level=logical: an instance change migrates the data by logical replication.
-  const settings = { wal_level: 'logical' };
+  const settings = LOGICAL_REPLICATION_SETTINGS;
   [a, b] = await Promise.all([
     startCluster({ superuserPassword, settings }),
     startCluster({ superuserPassword, settings }),

@@ -6,7 +6,7 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PostgresCluster } from 'hotload-test-support';
+import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -29,7 +29,7 @@ const MAX_STEPS = 80; // bounds the loop; a move has about forty steps
 const ROWS = 300;
 
 beforeAll(async () => {
-  const logical = { settings: { wal_level: 'logical' } };
+  const logical = { settings: LOGICAL_REPLICATION_SETTINGS };
   let clusters: Record<'src' | 'dst', PostgresCluster>;
   ({ clusters, work, configFile } = await startReconcilerInstances({ src: logical, dst: logical }));
   ({ src: a, dst: b } = clusters);
@@ -90,7 +90,13 @@ async function expectConverged(claimsDir: string, out: string, name: string): Pr
     logins: await on(a, 'postgres', 'SELECT 1 FROM pg_roles WHERE rolname = $1', [link]),
     subscriptions: await on(b, name, 'SELECT 1 FROM pg_subscription WHERE subname = $1', [link]),
     sourceDatabase: await on(a, 'postgres', 'SELECT 1 FROM pg_database WHERE datname = $1', [name]),
-  }).toEqual({ slots: [], logins: [], subscriptions: [], sourceDatabase: [] });
+    // A synchronous standby left named would hold every commit on the source instance.
+    synchronousStandbys: await on(
+      a,
+      'postgres',
+      `SELECT setting FROM pg_file_settings WHERE name = 'synchronous_standby_names'`,
+    ),
+  }).toEqual({ slots: [], logins: [], subscriptions: [], sourceDatabase: [], synchronousStandbys: [] });
 }
 
 describe('crash safety of a migration', () => {

@@ -7,7 +7,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MigrationRefusedError, ReplicationConflictError } from '../src/migration/migration-errors.js';
@@ -27,9 +27,9 @@ let plain: PostgresCluster;
 
 beforeAll(async () => {
   [a, b, plain] = await Promise.all([
-    startCluster({ settings: { wal_level: 'logical' } }),
+    startCluster({ settings: LOGICAL_REPLICATION_SETTINGS }),
     // A failing change is retried every wal_retrieve_retry_interval (5 s by default).
-    startCluster({ settings: { wal_level: 'logical', wal_retrieve_retry_interval: '200ms' } }),
+    startCluster({ settings: { ...LOGICAL_REPLICATION_SETTINGS, wal_retrieve_retry_interval: '200ms' } }),
     startCluster(),
   ]);
 });
@@ -119,6 +119,25 @@ async function replicationObjects(name: string) {
     subs: subs.rows.length,
     logins: logins.rows.length,
   };
+}
+
+/** Resolves once backend `pid` of `cluster` waits on `event` (pg_stat_activity, polled). */
+async function untilWaitEvent(cluster: PostgresCluster, pid: number, event: string): Promise<void> {
+  for (;;) {
+    const { rows } = await cluster.query(
+      'SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = $2',
+      [pid, event],
+    );
+    if (rows.length > 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** `synchronous_standby_names` as the configuration files of `cluster` set it (no rows: unset). */
+async function synchronousStandbySetting(cluster: PostgresCluster) {
+  return (
+    await cluster.query(`SELECT setting FROM pg_file_settings WHERE name = 'synchronous_standby_names'`)
+  ).rows;
 }
 
 describe('online migration state machine', () => {
@@ -221,6 +240,63 @@ describe('online migration state machine', () => {
     expect(await replicationObjects(name)).toEqual({ slots: 0, pubs: 0, subs: 0, logins: 0 });
   });
 
+  it('while both instances take writes, a source commit returns only once the target applied it', async () => {
+    const name = 'ordered_app';
+    await Promise.all([prepare(a, name), prepare(b, name)]);
+    await a.query(`ALTER ROLE ${name}_a PASSWORD 'ordered-app-password'`);
+    await withDatabase(a, name, (c) =>
+      c.query(`SET ROLE ${name}; CREATE TABLE t (id int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 0)`),
+    );
+    // A session of the application on the source, as an old pool's checkout still holds it.
+    const app = new pg.Client({
+      ...a.connectionConfig({ database: name }),
+      user: `${name}_a`,
+      password: 'ordered-app-password',
+    });
+    app.on('error', () => {}); // the drain terminates it
+    await app.connect();
+    const seen: Record<string, unknown> = {};
+    const hooks = new RecordingHooks();
+    // When the secret is republished: the target's apply is held up by a lock, and the
+    // application writes on the source. The commit must wait (SyncRep) rather than be
+    // acknowledged with the change not on the target yet.
+    hooks.publishTarget = async () => {
+      await withDatabase(b, name, async (target) => {
+        await target.query('BEGIN');
+        await target.query('LOCK TABLE t IN SHARE MODE'); // the apply worker needs ROW EXCLUSIVE
+        const write = app.query('UPDATE t SET v = 1 WHERE id = 1');
+        const pid = (app as unknown as { processID: number }).processID;
+        seen.firstOutcome = await Promise.race([
+          write.then(() => 'acknowledged while the target had not applied it'),
+          untilWaitEvent(a, pid, 'SyncRep').then(() => 'waiting for the target'),
+        ]);
+        await target.query('COMMIT');
+        await write;
+        seen.onTargetWhenAcknowledged = (await target.query('SELECT v FROM t WHERE id = 1')).rows[0];
+      });
+    };
+    const done = await runMigration(
+      newMigration({
+        source: binding(a, name),
+        target: binding(b, name),
+        replicationName: 'hotload_mig_ordered',
+        manualCutover: false,
+        now: new Date(),
+      }),
+      endpoints(a, b, name),
+      hooks,
+      { drainGraceMillis: 1000 },
+    );
+    await app.end().catch(() => {});
+    expect(seen).toEqual({ firstOutcome: 'waiting for the target', onTargetWhenAcknowledged: { v: 1 } });
+    expect(done).toMatchObject({ migrating: 'done', synchronousApply: 'held' });
+    expect(hooks.steps).toEqual(
+      expect.arrayContaining(['hold-synchronous-apply', 'release-synchronous-apply']),
+    );
+    // Released before the subscription went: nothing on the source instance waits any more.
+    expect(await synchronousStandbySetting(a)).toEqual([]);
+  });
+
   it('copies again when the subscription is gone before cutover (a target that lost it)', async () => {
     const name = 'lost_app';
     await Promise.all([prepare(a, name), prepare(b, name)]);
@@ -256,7 +332,9 @@ describe('online migration state machine', () => {
   });
 
   it('keeps the replication password out of a target server log that logs every statement', async () => {
-    const logged = await startCluster({ settings: { wal_level: 'logical', log_statement: 'all' } });
+    const logged = await startCluster({
+      settings: { ...LOGICAL_REPLICATION_SETTINGS, log_statement: 'all' },
+    });
     try {
       const name = 'logged_app';
       await Promise.all([prepare(a, name), prepare(logged, name)]);

@@ -6,7 +6,7 @@
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Pool } from 'hotload-pg';
-import { type PostgresCluster, WorkerLoad } from 'hotload-test-support';
+import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, WorkerLoad } from 'hotload-test-support';
 import pg from 'pg';
 import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -30,7 +30,7 @@ let config: ReconcilerConfig;
 let configFile: string;
 
 beforeAll(async () => {
-  const logical = { settings: { wal_level: 'logical' } };
+  const logical = { settings: LOGICAL_REPLICATION_SETTINGS };
   let clusters: Record<'atlas' | 'atlas.recyclebin' | 'legacy', PostgresCluster>;
   let configText: string;
   ({ clusters, work, configFile, configText } = await startReconcilerInstances({

@@ -16,6 +16,7 @@
  * target. Never holds a password.
  */
 import type { Binding } from '../binding.js';
+import type { SynchronousApplyUnavailable } from './synchronous-apply.js';
 
 /** A migration phase (see the file comment). */
 export type MigrationPhase = 'schema' | 'copying' | 'streaming' | 'cutover' | 'draining' | 'done';
@@ -57,6 +58,13 @@ export interface MigrationState {
   readonly finalLsn: string | null;
   /** When the target confirmed {@link MigrationState.finalLsn} (every table copied too): the link may go. */
   readonly finalConfirmedAt: string | null;
+  /**
+   * How writes were ordered while both instances took them (from the cutover until the
+   * source's sessions left): `held`, each source commit waited until the target applied it
+   * (see synchronous-apply.ts); otherwise why not, and replication was asynchronous then.
+   * Null before the cutover.
+   */
+  readonly synchronousApply: 'held' | SynchronousApplyUnavailable | null;
   /** Source sessions terminated after the drain grace period. */
   readonly sessionsTerminated: number | null;
   readonly completedAt: string | null;
@@ -89,6 +97,7 @@ export function newMigration(options: {
     cutoverAt: null,
     finalLsn: null,
     finalConfirmedAt: null,
+    synchronousApply: null,
     sessionsTerminated: null,
     completedAt: null,
     error: null,

@@ -23,6 +23,7 @@ import { copySchema, verifySchema } from './schema-copy.js';
 import { advanceSequences } from './sequence-sync.js';
 import { drainSource } from './source-drain.js';
 import type { SqlClient } from './sql-client.js';
+import { SynchronousApply } from './synchronous-apply.js';
 
 /** Tunables of a migration; every field has a default. */
 export interface MigrationOptions {
@@ -90,9 +91,23 @@ export async function runMigration(
   options: MigrationOptions = {},
 ): Promise<MigrationState> {
   const settings = { ...DEFAULTS, ...options };
-  return endpoints.source((source) =>
-    endpoints.target((target) => new MigrationPass(source, target, endpoints, hooks, settings).run(state)),
-  );
+  return endpoints.source(async (source) => {
+    // The pass's own writes on the source never wait for the subscriber (see synchronous-apply.ts).
+    await source.query('SET synchronous_commit = local');
+    const apply = new SynchronousApply(state.replicationName, (action) => hooks.step(action));
+    let result: MigrationState;
+    try {
+      result = await endpoints.target((target) =>
+        new MigrationPass(source, target, endpoints, hooks, settings, apply).run(state),
+      );
+    } catch (error) {
+      // Never left behind by a failed pass (an unreachable target included): it would hold every commit.
+      await apply.release(source).catch(() => {});
+      throw error;
+    }
+    await apply.release(source);
+    return result;
+  });
 }
 
 /**
@@ -109,6 +124,8 @@ export async function abandonMigration(
 ): Promise<void> {
   const link = new ReplicationLink(state.replicationName, (action) => hooks.step(action));
   await endpoints.source(async (source) => {
+    // Before the subscription goes: a synchronous standby that never answers holds every commit.
+    await new SynchronousApply(state.replicationName, (action) => hooks.step(action)).release(source);
     const removed = await endpoints
       .target(async (target) => {
         await link.remove(source, target);
@@ -136,6 +153,7 @@ class MigrationPass {
     private readonly endpoints: MigrationEndpoints,
     private readonly hooks: MigrationHooks,
     private readonly settings: Required<MigrationOptions>,
+    private readonly apply: SynchronousApply,
   ) {}
 
   /** The hook's step, callable detached. */
@@ -195,14 +213,24 @@ class MigrationPass {
         return go({ ...progressed, migrating: 'cutover' });
       }
       case 'cutover': {
-        if (!(await link.hasSubscription(target))) return go(recopy(state));
+        if (!(await link.hasSubscription(target))) {
+          await this.apply.release(source); // a killed pass may have held it for the lost subscription
+          return go(recopy(state));
+        }
         // DDL run on the source since the copy is not replicated: stop before the move.
         await verifySchema(source, target);
+        // The target applies (a conflict is reported here), and has caught up: no commit
+        // waits for a subscriber that is stuck or far behind once apply is synchronous.
+        const caughtUp = await this.waitFor(link, state, () => false, await finalWalPosition(source));
+        if (!caughtUp.reached) return pause({ ...state, ...progressFields(caughtUp.progress) });
+        // From here until the source's sessions are gone, both instances take writes.
+        const synchronousApply = await this.holdSynchronousApply();
         await advanceSequences(source, target, settings.sequenceGap, this.step);
         await hooks.publishTarget();
-        return go({ ...state, migrating: 'draining', cutoverAt: new Date().toISOString() });
+        return go({ ...state, migrating: 'draining', cutoverAt: new Date().toISOString(), synchronousApply });
       }
       case 'draining': {
+        if (state.finalConfirmedAt === null) await this.holdSynchronousApply(); // a killed pass held it too
         const drained = await drainSource(
           source,
           endpoints.sourceAddress.database,
@@ -210,6 +238,8 @@ class MigrationPass {
           settings.drainGraceMillis,
           this.step,
         );
+        // No application session is left on the source: nothing there to order any more.
+        await this.apply.release(source);
         let progressed: MigrationState = { ...state, sessionsTerminated: drained.terminated };
         // Persisted before the link is dropped: a run killed while removing it goes on.
         if (state.finalConfirmedAt === null) {
@@ -241,6 +271,12 @@ class MigrationPass {
       case 'done':
         return pause(state);
     }
+  }
+
+  /** Holds synchronous apply (see synchronous-apply.ts); says how the switch's writes are ordered. */
+  private async holdSynchronousApply(): Promise<MigrationState['synchronousApply']> {
+    const unavailable = await this.apply.hold(this.source, Date.now() + this.settings.waitMillis);
+    return unavailable ?? 'held';
   }
 
   /**
