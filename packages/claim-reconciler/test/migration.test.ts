@@ -220,7 +220,13 @@ describe('instance change with online migration', () => {
       error: null,
       retired: [],
       binding: { label: 'atlas.recyclebin', port: b.port },
-      migration: { migrating: 'done', rowsCopied: expect.any(Number), lagBytes: 0, error: null },
+      migration: {
+        migrating: 'done',
+        rowsCopied: expect.any(Number),
+        lagBytes: 0,
+        error: null,
+        synchronousApply: 'held',
+      },
     });
     expect(status?.migration?.rowsCopied).toBeGreaterThanOrEqual(5004);
     expect(await databaseExists(a, 'mover')).toBe(false); // retired under Delete

@@ -219,18 +219,19 @@ class MigrationPass {
         }
         // DDL run on the source since the copy is not replicated: stop before the move.
         await verifySchema(source, target);
-        // The target applies (a conflict is reported here), and has caught up: no commit
-        // waits for a subscriber that is stuck or far behind once apply is synchronous.
-        const caughtUp = await this.waitFor(link, state, () => false, await finalWalPosition(source));
-        if (!caughtUp.reached) return pause({ ...state, ...progressFields(caughtUp.progress) });
         // From here until the source's sessions are gone, both instances take writes.
-        const synchronousApply = await this.holdSynchronousApply();
+        const held = await this.holdSynchronousApply(link, state);
+        if ('stop' in held) return held;
         await advanceSequences(source, target, settings.sequenceGap, this.step);
         await hooks.publishTarget();
-        return go({ ...state, migrating: 'draining', cutoverAt: new Date().toISOString(), synchronousApply });
+        return go({ ...held, migrating: 'draining', cutoverAt: new Date().toISOString() });
       }
       case 'draining': {
-        if (state.finalConfirmedAt === null) await this.holdSynchronousApply(); // a killed pass held it too
+        // A killed pass left sessions on the source: their writes are ordered again.
+        if (state.finalConfirmedAt === null && (await link.hasSubscription(target))) {
+          const held = await this.holdSynchronousApply(link, state);
+          if ('stop' in held) return held;
+        }
         const drained = await drainSource(
           source,
           endpoints.sourceAddress.database,
@@ -273,10 +274,21 @@ class MigrationPass {
     }
   }
 
-  /** Holds synchronous apply (see synchronous-apply.ts); says how the switch's writes are ordered. */
-  private async holdSynchronousApply(): Promise<MigrationState['synchronousApply']> {
+  /**
+   * Holds synchronous apply (see synchronous-apply.ts) once the target has caught up with
+   * the source: a conflict is reported here, and no commit starts waiting for a subscriber
+   * that is stuck or far behind. Returns the state saying how writes are ordered, or a
+   * pause when the target did not catch up within `waitMillis`.
+   */
+  private async holdSynchronousApply(
+    link: ReplicationLink,
+    state: MigrationState,
+  ): Promise<MigrationState | Advanced> {
+    const caughtUp = await this.waitFor(link, state, () => false, await finalWalPosition(this.source));
+    const progressed = { ...state, ...progressFields(caughtUp.progress) };
+    if (!caughtUp.reached) return pause(progressed);
     const unavailable = await this.apply.hold(this.source, Date.now() + this.settings.waitMillis);
-    return unavailable ?? 'held';
+    return { ...progressed, synchronousApply: unavailable ?? 'held' };
   }
 
   /**
