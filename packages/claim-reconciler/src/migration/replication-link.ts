@@ -90,10 +90,15 @@ export class ReplicationLink {
     // Best effort: only a superuser may turn statement logging off for its session.
     await target.query(`SET log_statement = 'none'`).catch(() => {});
     await target.query(`SET log_min_error_statement = 'panic'`).catch(() => {});
+    // synchronous_commit = local: the apply worker flushes each applied commit and says so
+    // at once; with the default (off) the target's WAL writer flushes it up to
+    // wal_writer_delay (200 ms) later, and every source commit waits that long while the
+    // switch holds apply synchronous (synchronous-apply.ts).
     await target.query(
       `CREATE SUBSCRIPTION ${quoteIdentifier(this.name)} CONNECTION ${quoteLiteral(conninfo)}
          PUBLICATION ${quoteIdentifier(this.name)}
-         WITH (slot_name = ${quoteLiteral(this.name)}, create_slot = true, copy_data = true)`,
+         WITH (slot_name = ${quoteLiteral(this.name)}, create_slot = true, copy_data = true,
+               synchronous_commit = 'local')`,
     );
     await target.query('RESET log_statement').catch(() => {});
     await target.query('RESET log_min_error_statement').catch(() => {});
