@@ -70,6 +70,7 @@ export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics }
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';
+export type { SynchronousApplyUnavailable } from './migration/synchronous-apply.js';
 export { generatePassword, meetsPasswordSettings } from './password-generator.js';
 export { formatProblem, type Problem } from './problems.js';
 export {
