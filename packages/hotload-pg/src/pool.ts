@@ -325,7 +325,7 @@ export class Pool extends pg.Pool {
     return response.result;
   }
 
-  #query(text: unknown, values: unknown, cb: unknown): unknown {
+  #query(text: unknown, values: unknown, callback: unknown): unknown {
     if (typeof text === 'function') {
       const response = promisify(this.#own.Promise, text as NodeCallback<never>);
       setImmediate(() =>
@@ -336,22 +336,24 @@ export class Pool extends pg.Pool {
       return response.result;
     }
     if (typeof values === 'function') {
-      cb = values;
+      callback = values;
       values = undefined;
     }
     if (isSubmittable(text))
-      return this.#querySubmittable(text, (cb || undefined) as QueryCallback | undefined);
-    const response = promisify<pg.QueryResult>(this.#own.Promise, cb as QueryCallback | undefined);
-    const done = response.callback;
+      return this.#querySubmittable(text, (callback || undefined) as QueryCallback | undefined);
+    const response = promisify<pg.QueryResult>(this.#own.Promise, callback as QueryCallback | undefined);
+    // Named `cb` as in pg-pool: a callback that is not a function is called all the same,
+    // and the TypeError it throws ("cb is not a function") reads as pg.Pool's.
+    const cb = response.callback;
     this.#checkout((err, client) => {
-      if (err !== undefined || client === undefined) return done(err);
+      if (err !== undefined || client === undefined) return cb(err);
       // As pg-pool does: a client error while the query runs ends it and drops the client.
       let released = false;
       const onError = (clientError: Error): void => {
         if (released) return;
         released = true;
         client.release(clientError);
-        done(clientError);
+        cb(clientError);
       };
       client.once('error', onError);
       // pg-pool's log lines for a query (to its `log` option; a no-op by default).
@@ -367,13 +369,13 @@ export class Pool extends pg.Pool {
             if (released) return;
             released = true;
             client.release(queryError as Error); // as is (null too): pg-pool emits it in `release`
-            if (queryError) return done(queryError);
-            done(undefined, result);
+            if (queryError) return cb(queryError);
+            cb(undefined, result);
           },
         );
       } catch (thrown) {
         client.release(thrown as Error);
-        done(thrown as Error);
+        cb(thrown as Error);
       }
     });
     return response.result;
@@ -540,7 +542,17 @@ export class Pool extends pg.Pool {
       const waiter = this.#waiters.shift()!;
       waiter.queued = false;
       // The waiter goes along as context: a failed connect may queue it again, timer running.
-      current.checkout((err, client, release) => this.#settle(waiter, err, client, release), false, waiter);
+      try {
+        current.checkout((err, client, release) => this.#settle(waiter, err, client, release), false, waiter);
+      } catch (error) {
+        // pg-pool throws out of connect() when its Client cannot be built (an option pg's
+        // Client refuses, such as pg 8.23's `sslnegotiation: 'direct'` without TLS). pg.Pool
+        // throws that to the caller; this checkout's caller has returned already (it waited
+        // for the first config), so it gets the error through its callback or promise.
+        // A throw of the caller's own callback (settled already) goes on up, as before.
+        if (waiter.settled) throw error;
+        this.#settle(waiter, error as Error);
+      }
     }
   }
 

@@ -3,43 +3,24 @@
  * process: with allowExitOnIdle at once, without it once idle clients timed out. Nothing
  * of hotload (watcher, timers) may hold the process open longer than pg.Pool does.
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Differential, POOL_KINDS, type PoolKind } from './differential.js';
+import { runChild } from './run-child.js';
 
 const diff = new Differential();
-const CHILD = fileURLToPath(new URL('./exit-child.ts', import.meta.url));
-const REPO_ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
+const CHILD = new URL('./exit-child.ts', import.meta.url);
 /** Hang guard, not a timing assertion: a child still running after this never exits by itself. */
 const HANG_GUARD_MILLIS = 20_000;
 
-/** Runs the child; resolves with its output lines, or 'still running' (then it is killed). */
-function runChild(kind: PoolKind, options: pg.PoolConfig): Promise<unknown[]> {
-  return new Promise((resolve) => {
-    // tsx resolves the workspace packages through tsconfig "paths", as vitest does.
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, kind, JSON.stringify(options)], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.on('data', (chunk) => (out += chunk));
-    const guard = setTimeout(() => child.kill('SIGKILL'), HANG_GUARD_MILLIS);
-    child.on('exit', (code, signal) => {
-      clearTimeout(guard);
-      const lines = out
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => JSON.parse(line) as unknown);
-      resolve(signal === 'SIGKILL' ? [...lines, 'still running'] : [...lines, { code }]);
-    });
-  });
+/** Runs the child for `kind`: its output lines, then how it exited (or 'still running'). */
+function runExitChild(kind: PoolKind, options: pg.PoolConfig): Promise<unknown[]> {
+  return runChild(CHILD, [kind, JSON.stringify(options)], HANG_GUARD_MILLIS);
 }
 
 async function expectSameExit(options: pg.PoolConfig): Promise<unknown[]> {
   const seen = {} as Record<PoolKind, unknown[]>;
-  for (const kind of POOL_KINDS) seen[kind] = await runChild(kind, { ...diff.connection(), ...options });
+  for (const kind of POOL_KINDS) seen[kind] = await runExitChild(kind, { ...diff.connection(), ...options });
   expect(seen['pg.Pool']).not.toContain('still running');
   for (const kind of POOL_KINDS) expect(seen[kind], kind).toEqual(seen['pg.Pool']);
   return seen['pg.Pool'];

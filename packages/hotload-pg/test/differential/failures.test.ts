@@ -8,7 +8,6 @@ import { FaultProxy, newPassword } from 'hotload-test-support';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Differential, once } from './differential.js';
-import type { Recorder } from './recorder.js';
 
 const diff = new Differential();
 let proxy: FaultProxy;
@@ -173,8 +172,8 @@ describe('an invalid connection string (same as pg.Pool)', () => {
       async ({ pool, rec }) => {
         rec.step('constructed');
         for (const n of [1, 2, 3]) {
-          await attempt(rec, `connect ${n}`, () => pool.connect());
-          await attempt(rec, `query ${n}`, () => pool.query('SELECT 1'));
+          await rec.attempt(`connect ${n}`, () => pool.connect());
+          await rec.attempt(`query ${n}`, () => pool.query('SELECT 1'));
         }
         await rec.settle('end', pool.end());
       },
@@ -182,18 +181,6 @@ describe('an invalid connection string (same as pg.Pool)', () => {
     );
   });
 });
-
-/** Records whether `call` throws at once or returns a promise, then how that settles. */
-async function attempt(rec: Recorder, step: string, call: () => Promise<unknown>): Promise<void> {
-  let returned: Promise<unknown>;
-  try {
-    returned = call();
-  } catch (error) {
-    rec.step(`${step} threw`, error);
-    return;
-  }
-  await rec.settle(step, returned);
-}
 
 describe("an idle client's backend terminated (same as pg.Pool)", () => {
   it("the pool emits 'error' with the client, removes it, and goes on", async () => {

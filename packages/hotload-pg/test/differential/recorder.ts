@@ -104,6 +104,18 @@ export class Recorder {
     }
   }
 
+  /** Records whether `call` throws at once (as pg-pool's connect() can) or returns a promise, then how that settles. */
+  async attempt(step: string, call: () => Promise<unknown>): Promise<void> {
+    let returned: Promise<unknown>;
+    try {
+      returned = call();
+    } catch (error) {
+      this.step(`${step} threw`, error);
+      return;
+    }
+    await this.settle(step, returned);
+  }
+
   /**
    * A node-style callback that records the arguments it is called with (how many, and
    * each), and a promise of them for the scenario to wait on.
