@@ -1,7 +1,14 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { inspect } from 'node:util';
 import { SourceError } from './errors.js';
-import { isSslMode, LIBPQ_KEYWORDS, SECRET_KEYWORDS, type SslMode } from './params.js';
+import {
+  isSslMode,
+  LIBPQ_KEYWORDS,
+  SECRET_KEYWORDS,
+  SSL_NEGOTIATIONS,
+  type SslMode,
+  TLS_ONLY_SSL_MODES,
+} from './params.js';
 import { REDACTED } from './redact.js';
 
 export type { SslMode } from './params.js';
@@ -132,6 +139,7 @@ export class ConnectionConfig {
     if (init.sslmode !== undefined && !isSslMode(init.sslmode)) {
       problems.push({ code: 'invalid-value', key: 'sslmode', problem: 'unknown sslmode' });
     }
+    checkSslNegotiation(init.params?.sslnegotiation, init.sslmode, problems);
     const params = checkParams(init.params ?? {}, false, problems);
     const secretParams = checkParams(init.secretParams ?? {}, true, problems);
     if (problems.length > 0) return problems;
@@ -255,6 +263,28 @@ function checkValue(value: string, key: string, problems: ConfigProblem[]): void
     problems.push({ code: 'invalid-value', key, problem: 'contains NUL bytes' });
   else if (value.length > MAX_VALUE_LENGTH)
     problems.push({ code: 'invalid-value', key, problem: 'too long' });
+}
+
+/**
+ * libpq's rules for `sslnegotiation`: `postgres` or `direct`, and `direct` (TLS from the
+ * first byte, no SSLRequest) only with an sslmode that always uses TLS. pg 8.23 refuses
+ * `direct` without TLS when it builds a client; caught here, it is the source's error.
+ */
+function checkSslNegotiation(
+  value: string | undefined,
+  sslmode: string | undefined,
+  problems: ConfigProblem[],
+): void {
+  if (value === undefined) return;
+  if (!SSL_NEGOTIATIONS.includes(value)) {
+    problems.push({ code: 'invalid-value', key: 'sslnegotiation', problem: 'must be postgres or direct' });
+  } else if (value === 'direct' && (sslmode === undefined || !TLS_ONLY_SSL_MODES.has(sslmode))) {
+    problems.push({
+      code: 'invalid-value',
+      key: 'sslnegotiation',
+      problem: 'direct needs an sslmode that always uses TLS (require, verify-ca or verify-full)',
+    });
+  }
 }
 
 function checkParams(

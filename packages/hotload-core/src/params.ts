@@ -106,3 +106,14 @@ export type SslMode = (typeof SSL_MODES)[number];
 export function isSslMode(value: string): value is SslMode {
   return (SSL_MODES as readonly string[]).includes(value);
 }
+
+/** libpq `sslnegotiation` values (PostgreSQL 17; node-postgres reads it from pg 8.23 on). */
+export const SSL_NEGOTIATIONS: readonly string[] = ['postgres', 'direct'];
+
+/** The sslmodes that always use TLS: the only ones libpq accepts with `sslnegotiation=direct`. */
+export const TLS_ONLY_SSL_MODES: ReadonlySet<string> = new Set([
+  'require',
+  'verify-ca',
+  'verify-full',
+  'no-verify',
+]);

@@ -44,6 +44,22 @@ describe('ConnectionConfig', () => {
     [{ host: 'h', user: 'u\nx', database: 'd' }, 'invalid-value', 'user'],
     [{ host: 'h', user: 'u', database: 'd', password: 'a\u0000b' }, 'invalid-value', 'password'],
     [{ host: 'h', user: 'u', database: 'd', sslmode: 'sometimes' }, 'invalid-value', 'sslmode'],
+    [
+      { host: 'h', user: 'u', database: 'd', params: { sslnegotiation: 'fast' } },
+      'invalid-value',
+      'sslnegotiation',
+    ],
+    // libpq: direct TLS only with an sslmode that always uses TLS (pg 8.23 refuses it without TLS).
+    [
+      { host: 'h', user: 'u', database: 'd', params: { sslnegotiation: 'direct' } },
+      'invalid-value',
+      'sslnegotiation',
+    ],
+    [
+      { host: 'h', user: 'u', database: 'd', sslmode: 'prefer', params: { sslnegotiation: 'direct' } },
+      'invalid-value',
+      'sslnegotiation',
+    ],
   ])('rejects %j', (init, code, key) => {
     const result = ConnectionConfig.tryCreate(init as never);
     expect(Array.isArray(result)).toBe(true);

@@ -42,7 +42,8 @@ export interface HostPort {
  * (`application_name`, `options`, `client_encoding` by name, `connect_timeout` seconds to
  * `connectionTimeoutMillis` unless the pool options set it). Explicit pool options win
  * over params for `application_name`. `ssl` from the pool options is kept only when the
- * source has no sslmode. `host` (one entry of `settings.hosts`) overrides the first host.
+ * source has no sslmode; `sslnegotiation` (pg 8.23+) only when the source names neither
+ * sslmode nor sslnegotiation. `host` (one entry of `settings.hosts`) overrides the first host.
  * TLS files are read here, once. The mapping itself is hotload-core's `toPgClientSettings`
  * (shared with hotload-knex and the generic pool).
  */

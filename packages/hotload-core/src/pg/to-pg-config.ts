@@ -60,7 +60,8 @@ const PASS_THROUGH_PARAMS = [
  * `connectionString` is dropped. libpq params map to pg options (`application_name`,
  * `options`, `client_encoding` by name, `connect_timeout` seconds to
  * `connectionTimeoutMillis`) unless the static options set them. A static `ssl` is kept
- * only when the source has no sslmode. TLS files (`sslrootcert`, `sslcert`, `sslkey`)
+ * only when the source has no sslmode, a static `sslnegotiation` only when the source has
+ * neither sslmode nor sslnegotiation (its own goes to pg 8.23+'s `sslnegotiation`). TLS files (`sslrootcert`, `sslcert`, `sslkey`)
  * are read here, once: the settings verified are the settings used.
  *
  * The password is non-enumerable, so a logged config shows no password.
@@ -87,6 +88,12 @@ export function toPgClientSettings(
   settings.database = config.database;
   const ssl = config.sslmode === undefined ? base.ssl : libpqTlsOptions(config.sslmode, params);
   if (ssl !== undefined) settings.ssl = ssl;
+  // How TLS starts goes with the TLS settings: a source that names sslmode or
+  // sslnegotiation decides it (pg 8.23+ reads it; older pg ignores the field).
+  if (config.sslmode !== undefined || params.sslnegotiation !== undefined) {
+    delete settings.sslnegotiation;
+    if (params.sslnegotiation !== undefined) settings.sslnegotiation = params.sslnegotiation;
+  }
   Object.defineProperty(settings, 'password', {
     value: config.password ?? '',
     enumerable: false,

@@ -35,6 +35,21 @@ describe('toPgClientSettings', () => {
     expect(JSON.stringify(settings)).not.toContain('secret-pw');
   });
 
+  it('sslnegotiation goes with the TLS settings: the source decides when it names sslmode or sslnegotiation', () => {
+    const settingsFor = (sslmode: 'require' | undefined, params: Record<string, string>) =>
+      toPgClientSettings(
+        { sslnegotiation: 'direct', ssl: true },
+        ConnectionConfig.create({ host: 'h', user: 'u', database: 'd', sslmode, params }),
+      );
+    expect(settingsFor('require', { sslnegotiation: 'direct' })).toMatchObject({
+      sslnegotiation: 'direct',
+      ssl: { rejectUnauthorized: false },
+    });
+    expect(settingsFor(undefined, { sslnegotiation: 'postgres' }).sslnegotiation).toBe('postgres');
+    expect(settingsFor('require', {})).not.toHaveProperty('sslnegotiation');
+    expect(settingsFor(undefined, {})).toMatchObject({ sslnegotiation: 'direct', ssl: true });
+  });
+
   it('reads TLS files once, when the settings are built (what is verified is what connects)', async () => {
     const { dir, cleanup } = await tempDir();
     try {

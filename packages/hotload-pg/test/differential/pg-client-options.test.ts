@@ -4,10 +4,15 @@
  * secret-directory source too, whose generations are built from the same pool options),
  * with the outcomes a pg.Pool user sees.
  */
-import type { Pool } from 'hotload-pg';
-import type pg from 'pg';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AtomicSecretWriter } from 'hotload-core';
+import { Pool } from 'hotload-pg';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Differential, once } from './differential.js';
+import { observeError } from './recorder.js';
 
 const diff = new Differential();
 
@@ -81,7 +86,11 @@ describe("pooled clients are pg's own (same as pg.Pool)", () => {
       rec.step('idle', { status: status() });
       await client.query('BEGIN');
       rec.step('in a transaction', { status: status() });
+      // A failed query calls back on the error, before the server's ReadyForQuery (which
+      // carries the status) is read; the client emits 'drain' once it has been.
+      const ready = new Promise((resolve) => client.once('drain', resolve));
       await client.query('SELECT * FROM no_such_table').catch(() => {});
+      await ready;
       rec.step('failed transaction', { status: status() });
       await client.query('ROLLBACK');
       const query = client.query as unknown as (
@@ -153,6 +162,29 @@ describe('sslnegotiation (same as pg.Pool)', () => {
     );
     // The source has been read by now: the hot path throws, as pg.Pool does.
     expect(seen.slice(2)).toEqual([['query threw', error]]);
+  });
+
+  it("a source's sslnegotiation=direct is used as pg.Pool uses it from a connection string", async () => {
+    const { host, port, user, password, database } = diff.connection();
+    const url = `postgres://${user}:${encodeURIComponent(String(password))}@${host}:${port}/${database}?sslmode=no-verify&sslnegotiation=direct`;
+    const folder = await mkdtemp(join(tmpdir(), 'hotload-pg-sslnegotiation-'));
+    try {
+      await new AtomicSecretWriter(join(folder, 'secret')).write({ 'uri_dsn.txt': url });
+      const outcomes: unknown[] = [];
+      for (const pool of [
+        new pg.Pool({ connectionString: url }),
+        new Pool({ hotload: { source: { secretDirectory: join(folder, 'secret') } } }),
+      ]) {
+        outcomes.push(await pool.query('SELECT 1').then(() => 'served', observeError));
+        await pool.end();
+      }
+      // The server has no TLS: a direct handshake fails; the SSLRequest one would be answered 'N'.
+      expect(outcomes[0]).not.toMatchObject({ message: 'The server does not support SSL connections' });
+      expect(outcomes[0]).not.toBe('served');
+      expect(outcomes[1]).toEqual(outcomes[0]);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   });
 
   it('direct TLS against a server without TLS: the handshake fails as with pg.Pool', async () => {
