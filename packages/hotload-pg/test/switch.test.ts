@@ -246,6 +246,32 @@ describe('waiters and transactions', () => {
     await pool.end();
   });
 
+  it('force-closes a client in pg 8.23 pipeline mode: every query it has written fails with the clear error', async () => {
+    const { pool } = poolFor('postgres', cluster.superuserPassword, {
+      drainTimeoutMillis: 300,
+      pipeline: true,
+    } as pg.PoolConfig);
+    const client = await pool.connect();
+    // Written together: the two behind the sleep wait for it on the same connection.
+    const inFlight = ['SELECT pg_sleep(30)', 'SELECT 1', 'SELECT 2'].map((sql) =>
+      client.query(sql).then(
+        () => undefined,
+        (error: Error) => error,
+      ),
+    );
+    const drained = nextEvent(pool, 'drained');
+    await pool.switchTo(configFor(cluster, { applicationName: 'after-pipeline' }));
+    for (const error of await Promise.all(inFlight)) expect(error).toBeInstanceOf(ForceClosedError);
+    expect(await drained).toMatchObject({ generation: 1, forced: true });
+    client.release();
+    // The new generation's clients are pipelined too (the option is the pool's, not the source's).
+    const next = await pool.connect();
+    expect((next as unknown as { pipeline: boolean }).pipeline).toBe(true);
+    expect((await next.query('SHOW application_name')).rows[0].application_name).toBe('after-pipeline');
+    next.release();
+    await pool.end();
+  });
+
   it('a force-closed client leaves no query running on the server (the cancel request stops it)', async () => {
     const { pool } = poolFor('postgres', cluster.superuserPassword, { drainTimeoutMillis: 300 });
     const client = await pool.connect();
