@@ -16,38 +16,29 @@ import { observeError } from './recorder.js';
 
 const diff = new Differential();
 
-/** pg 8.23's client fields for these options (its typings declare none of them). */
-interface Pg823Client {
-  readonly pipeline: boolean;
-  readonly scramMaxIterations: number;
-  readonly sslNegotiation: string;
-  getTransactionStatus(): string | null;
-}
-
-const fieldsOf = (client: pg.PoolClient): Pg823Client => client as unknown as Pg823Client;
+/** pg 8.23's client field that @types/pg 8.23 does not declare. */
+const scramMaxIterationsOf = (client: pg.PoolClient): number =>
+  (client as unknown as { scramMaxIterations: number }).scramMaxIterations;
 
 describe('pipeline mode (same as pg.Pool)', () => {
   it('pipeline: true reaches the clients; queries written together answer in order, an error fails only its own', async () => {
-    const recording = await diff.expectSame(
-      { pipeline: true, max: 1 } as pg.PoolConfig,
-      async ({ pool, rec }) => {
-        const client = await pool.connect();
-        rec.step('client', { pipeline: fieldsOf(client).pipeline });
-        const sent = [
-          client.query('SELECT 1 AS n'),
-          client.query('SELECT * FROM no_such_table'),
-          client.query('SELECT $1::int AS n', [3]),
-        ];
-        rec.step('three written');
-        for (const [n, query] of sent.entries()) await rec.settle(`query ${n + 1}`, query);
-        client.release();
-      },
-    );
+    const recording = await diff.expectSame({ pipeline: true, max: 1 }, async ({ pool, rec }) => {
+      const client = await pool.connect();
+      rec.step('client', { pipeline: (client as unknown as pg.Client).pipeline });
+      const sent = [
+        client.query('SELECT 1 AS n'),
+        client.query('SELECT * FROM no_such_table'),
+        client.query('SELECT $1::int AS n', [3]),
+      ];
+      rec.step('three written');
+      for (const [n, query] of sent.entries()) await rec.settle(`query ${n + 1}`, query);
+      client.release();
+    });
     expect(recording).toContainEqual(expect.objectContaining({ value: { pipeline: true } }));
   });
 
   it('pool.query with the `rows` option is refused in pipeline mode; the client goes back with the error', async () => {
-    await diff.expectSame({ pipeline: true } as pg.PoolConfig, async ({ pool, rec }) => {
+    await diff.expectSame({ pipeline: true }, async ({ pool, rec }) => {
       const removed = once(pool, 'remove');
       await rec.settle('rows option', pool.query({ text: 'SELECT 1 AS n', rows: 1 } as pg.QueryConfig));
       await removed;
@@ -69,8 +60,8 @@ describe('scramMaxIterations (same as pg.Pool)', () => {
       await diff.expectSame({ scramMaxIterations } as pg.PoolConfig, async ({ pool, rec }) => {
         const client = await pool.connect();
         rec.step('client', {
-          scramMaxIterations: fieldsOf(client).scramMaxIterations,
-          transactionStatus: fieldsOf(client).getTransactionStatus(),
+          scramMaxIterations: scramMaxIterationsOf(client),
+          transactionStatus: client.getTransactionStatus(),
         });
         client.release();
       });
@@ -82,7 +73,7 @@ describe("pooled clients are pg's own (same as pg.Pool)", () => {
   it('getTransactionStatus() follows a transaction; client.query with a callback that is not a function throws a TypeError', async () => {
     const recording = await diff.expectSame({}, async ({ pool, rec }) => {
       const client = await pool.connect();
-      const status = (): string | null => fieldsOf(client).getTransactionStatus();
+      const status = (): string | null => client.getTransactionStatus();
       rec.step('idle', { status: status() });
       await client.query('BEGIN');
       rec.step('in a transaction', { status: status() });
@@ -138,7 +129,7 @@ describe('sslnegotiation (same as pg.Pool)', () => {
 
   it("differs on purpose: with a source, checkouts asked before the first read get pg's error through their promise or callback", async () => {
     const recordings = await diff.record(
-      { sslnegotiation: 'direct' } as pg.PoolConfig,
+      { sslnegotiation: 'direct' },
       async ({ pool, rec }) => {
         const callback = rec.callback<[Error | undefined, unknown, unknown]>('connect callback');
         const asked = pool.connect();
@@ -189,7 +180,7 @@ describe('sslnegotiation (same as pg.Pool)', () => {
 
   it('direct TLS against a server without TLS: the handshake fails as with pg.Pool', async () => {
     await diff.expectSame(
-      { ssl: { rejectUnauthorized: false }, sslnegotiation: 'direct' } as pg.PoolConfig,
+      { ssl: { rejectUnauthorized: false }, sslnegotiation: 'direct' },
       async ({ pool, rec }) => {
         await rec.attempt('query', () => pool.query('SELECT 1'));
       },
