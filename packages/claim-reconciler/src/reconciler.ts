@@ -95,6 +95,7 @@ export interface PassResult {
   /**
    * When the soonest claim wants its next pass even if nothing changes (a rotation due, a
    * migration under way), as controller-runtime's `RequeueAfter`; undefined: none does.
+   * Failed claims are left out (they wait for the next resync).
    */
   readonly requeueAfterMillis?: number;
 }
@@ -163,7 +164,10 @@ export class Reconciler {
         return result;
       });
       const outcomes = results.map((result) => result.outcome);
-      const requeueAfterMillis = soonest(results.map((result) => result.requeueAfterMillis));
+      // A failed claim comes back on the next resync, not at once (no retry loop without backoff).
+      const requeueAfterMillis = soonest(
+        results.filter((result) => result.error === undefined).map((result) => result.requeueAfterMillis),
+      );
 
       const deletionsSkipped = pass.claimSetComplete === false;
       if (!deletionsSkipped) {
