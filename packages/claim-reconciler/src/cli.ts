@@ -34,7 +34,8 @@ const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claim
   --claims           folder of DatabaseClaim YAML files (searched recursively)
   --out              output folder: <out>/<namespace>/<secretName>/ and <secretName>.status.json
   --watch            keep running: reconcile on claim changes and every --resync-seconds
-  --resync-seconds   period of full passes in watch mode (rotations are checked then); default 60
+  --resync-seconds   period of full passes in watch mode; default 60 (a pass also comes when a
+                     rotation is due or a migration under way asks for one)
   --rotate           rotate the password of every claim in --claims now (first pass only in watch mode)
   --prune            delete what claims absent from --claims left behind: their secret and, under
                      deletionPolicy Delete, their database and users. Without it nothing is deleted
@@ -218,12 +219,18 @@ function printSummary(result: ReconcileFilesResult, seconds: number, dryRun: boo
   );
 }
 
+/** A pass's exit code, and when it asks to be run again (see `PassResult.requeueAfterMillis`). */
+interface PassRun {
+  readonly exitCode: number;
+  readonly requeueAfterMillis?: number;
+}
+
 async function runPass(
   options: CliOptions,
   rotate: boolean,
   onStep: StepHook | undefined,
   metrics?: ReconcilerMetrics,
-): Promise<number> {
+): Promise<PassRun> {
   const started = performance.now();
   const planned: Step[] = [];
   try {
@@ -248,18 +255,22 @@ async function runPass(
       for (const problem of result.problems) console.log(formatProblem(problem));
       printSummary(result, seconds, options.dryRun);
     }
-    return result.exitCode;
+    return { exitCode: result.exitCode, requeueAfterMillis: result.requeueAfterMillis };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const usage = error instanceof ConfigError || error instanceof PreflightError;
     const exitCode = usage ? EXIT_CODES.usage : EXIT_CODES.claimErrors;
     if (options.json) console.log(JSON.stringify({ exitCode, error: message }));
     else console.error(`error: ${message}`);
-    return exitCode;
+    return { exitCode };
   }
 }
 
-/** Watch mode: passes are serialized; changes during a pass trigger one more pass. */
+/**
+ * Watch mode: passes are serialized; changes during a pass trigger one more pass; a pass
+ * also comes when the previous one asked for it (a rotation due, a migration under way)
+ * and on the resync timer.
+ */
 async function runWatch(options: CliOptions, onStep: StepHook | undefined): Promise<number> {
   let endpoint: Awaited<ReturnType<typeof serveMetrics>> | undefined;
   try {
@@ -273,21 +284,30 @@ async function runWatch(options: CliOptions, onStep: StepHook | undefined): Prom
   let again = false;
   let rotate = options.rotate;
   let stopped = false;
+  let requeue: NodeJS.Timeout | undefined;
   const trigger = () => {
     if (stopped) return;
     if (running) {
       again = true;
       return;
     }
+    clearTimeout(requeue);
     const thisRotate = rotate;
     rotate = false;
-    running = runPass(options, thisRotate, onStep, endpoint?.metrics).finally(() => {
-      running = undefined;
-      if (again) {
-        again = false;
-        trigger();
-      }
-    });
+    running = runPass(options, thisRotate, onStep, endpoint?.metrics)
+      .then(({ requeueAfterMillis }) => {
+        // Sooner than the resync only: that one comes anyway.
+        if (requeueAfterMillis !== undefined && requeueAfterMillis < options.resyncSeconds * 1000) {
+          requeue = setTimeout(trigger, requeueAfterMillis);
+        }
+      })
+      .finally(() => {
+        running = undefined;
+        if (again) {
+          again = false;
+          trigger();
+        }
+      });
   };
   let debounce: NodeJS.Timeout | undefined;
   const watcher = watch(options.claimsDir, { recursive: true }, () => {
@@ -313,6 +333,7 @@ async function runWatch(options: CliOptions, onStep: StepHook | undefined): Prom
   watcher.close();
   clearInterval(timer);
   clearTimeout(debounce);
+  clearTimeout(requeue);
   await running;
   await endpoint?.server.close();
   return EXIT_CODES.ok;
@@ -362,7 +383,7 @@ async function main(): Promise<void> {
   const onStep = crashHook();
   process.exitCode = options.watch
     ? await runWatch(options, onStep)
-    : await runPass(options, options.rotate, onStep);
+    : (await runPass(options, options.rotate, onStep)).exitCode;
 }
 
 /** The `controller` command (Kubernetes mode): usage errors exit 2, as for `reconcile`. */

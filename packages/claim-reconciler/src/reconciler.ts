@@ -92,6 +92,12 @@ export interface PassResult {
   readonly outcomes: readonly ClaimOutcome[];
   /** True when deletions were skipped because the claim set was incomplete. */
   readonly deletionsSkipped: boolean;
+  /**
+   * When the soonest claim wants its next pass even if nothing changes (a rotation due, a
+   * migration under way), as controller-runtime's `RequeueAfter`; undefined: none does.
+   * Failed claims are left out (they wait for the next resync).
+   */
+  readonly requeueAfterMillis?: number;
 }
 
 /** Default of {@link PassOptions.maxDeletions}. */
@@ -144,19 +150,24 @@ export class Reconciler {
         return target && loginFailures.get(targetKey(target));
       };
 
-      const outcomes = await mapConcurrently(claims, this.#options.concurrency ?? 8, async (claim) => {
+      const results = await mapConcurrently(claims, this.#options.concurrency ?? 8, async (claim) => {
         const conflict = conflicts.get(claim.key);
         const cannotLogIn = loginFailure(claim.key);
         const started = performance.now();
-        const { outcome } = conflict
+        const result = conflict
           ? await recordClaimError(context, claim, terminal(conflict))
           : cannotLogIn
             ? await recordClaimError(context, claim, retryable(cannotLogIn), desired.get(claim.key)?.label)
             : await reconcileClaim(context, claim, pass.rotate ?? false);
         this.#options.metrics?.claimLoaded((performance.now() - started) / 1000);
-        this.#reportOutcome(outcome);
-        return outcome;
+        this.#reportOutcome(result.outcome);
+        return result;
       });
+      const outcomes = results.map((result) => result.outcome);
+      // A failed claim comes back on the next resync, not at once (no retry loop without backoff).
+      const requeueAfterMillis = soonest(
+        results.filter((result) => result.error === undefined).map((result) => result.requeueAfterMillis),
+      );
 
       const deletionsSkipped = pass.claimSetComplete === false;
       if (!deletionsSkipped) {
@@ -167,7 +178,11 @@ export class Reconciler {
         }
       }
       this.#options.metrics?.claimStates?.(countByResult(outcomes));
-      return { outcomes, deletionsSkipped };
+      return {
+        outcomes,
+        deletionsSkipped,
+        ...(requeueAfterMillis === undefined ? {} : { requeueAfterMillis }),
+      };
     } finally {
       await connections.closeAll();
     }
@@ -269,6 +284,12 @@ async function mapConcurrently<T, R>(
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
   return results;
+}
+
+/** The smallest defined delay, or undefined. */
+function soonest(delays: ReadonlyArray<number | undefined>): number | undefined {
+  const defined = delays.filter((delay): delay is number => delay !== undefined);
+  return defined.length === 0 ? undefined : Math.min(...defined);
 }
 
 /** How many outcomes ended in each result, for the claims-by-state metric. */

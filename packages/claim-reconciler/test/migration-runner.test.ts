@@ -297,6 +297,60 @@ describe('online migration state machine', () => {
     expect(await synchronousStandbySetting(a)).toEqual([]);
   });
 
+  it('a conflict while apply is synchronous releases it: the source write is acknowledged, the conflict reported', async () => {
+    const name = 'clash_app';
+    await Promise.all([prepare(a, name), prepare(b, name)]);
+    await a.query(`ALTER ROLE ${name}_a PASSWORD 'clash-app-password'`);
+    await withDatabase(a, name, (c) =>
+      c.query(`SET ROLE ${name}; CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'a')`),
+    );
+    const app = new pg.Client({
+      ...a.connectionConfig({ database: name }),
+      user: `${name}_a`,
+      password: 'clash-app-password',
+    });
+    app.on('error', () => {});
+    await app.connect();
+    let sourceWrite: Promise<string> | undefined;
+    const hooks = new RecordingHooks();
+    // Once the secret points at the target, the new pool and an old checkout write the same key.
+    hooks.publishTarget = async () => {
+      await withDatabase(b, name, (c) => c.query(`INSERT INTO t VALUES (2, 'target')`));
+      sourceWrite = app.query(`INSERT INTO t VALUES (2, 'source')`).then(
+        async () => {
+          await app.end(); // the old pool lets go of its client: the drain goes on
+          return 'acknowledged';
+        },
+        (error: Error) => `failed: ${error.message}`,
+      );
+    };
+    const ends = endpoints(a, b, name);
+    // The grace is a hang guard: without the release the write waits until it ends, then fails.
+    const options = { drainGraceMillis: 20_000, conflictGraceMillis: 300, waitMillis: 10_000 };
+    const initial = newMigration({
+      source: binding(a, name),
+      target: binding(b, name),
+      replicationName: 'hotload_mig_clash',
+      manualCutover: false,
+      now: new Date(),
+    });
+    await expect(runMigration(initial, ends, hooks, options)).rejects.toBeInstanceOf(
+      ReplicationConflictError,
+    );
+    expect(await sourceWrite).toBe('acknowledged');
+    const saved = hooks.saved.at(-1)!;
+    expect(saved).toMatchObject({ migrating: 'draining', synchronousApply: 'released-after-apply-errors' });
+    expect(await synchronousStandbySetting(a)).toEqual([]);
+
+    // Resolved by hand on the target, as any conflict: the move completes with the source's row.
+    await withDatabase(b, name, (c) => c.query('DELETE FROM t WHERE id = 2'));
+    expect(await runMigration(saved, ends, hooks, options)).toMatchObject({ migrating: 'done' });
+    expect((await withDatabase(b, name, (c) => c.query('SELECT v FROM t WHERE id = 2'))).rows).toEqual([
+      { v: 'source' },
+    ]);
+    expect(await replicationObjects(name)).toEqual({ slots: 0, pubs: 0, subs: 0, logins: 0 });
+  });
+
   it('copies again when the subscription is gone before cutover (a target that lost it)', async () => {
     const name = 'lost_app';
     await Promise.all([prepare(a, name), prepare(b, name)]);

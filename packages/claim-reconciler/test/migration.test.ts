@@ -5,6 +5,7 @@
  */
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Pool } from 'hotload-pg';
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, WorkerLoad } from 'hotload-test-support';
 import pg from 'pg';
@@ -19,7 +20,7 @@ import {
   readStatus,
   statusPath,
 } from '../src/index.js';
-import { runCli } from './cli-runner.js';
+import { runCli, startCli } from './cli-runner.js';
 import { claimYaml, startReconcilerInstances, withSecretClient } from './fixtures.js';
 
 let a: PostgresCluster;
@@ -347,6 +348,78 @@ describe('instance change with online migration', () => {
     expect(await metric('dbclaim_migrations_completed_total')).toEqual([['', 1]]);
     expect(await metric('dbclaim_migrations_failed_total')).toEqual([['', 0]]);
     expect(await metric('dbclaim_migration_lag_bytes')).toEqual([['default/bird', 0]]);
+  });
+
+  it('--watch comes back by itself while a migration waits, without a claim change or a resync', async () => {
+    const claimsDir = join(work.path, 'claims-watched-move');
+    const out = join(work.path, 'out-watched-move');
+    await mkdir(claimsDir, { recursive: true });
+    const claimFile = join(claimsDir, 'claim.yaml');
+    const spec = (instanceLabel: string) =>
+      claimYaml('heron', {
+        databaseName: 'heron',
+        userName: 'heron',
+        deletionPolicy: 'Delete',
+        instanceLabel,
+      });
+    await writeFile(claimFile, spec('atlas'));
+    // A resync an hour away: any pass after the move's first comes from its requeue.
+    const child = startCli(
+      [
+        'reconcile',
+        '--watch',
+        '--json',
+        '--resync-seconds',
+        '3600',
+        '--config',
+        configFile,
+        '--claims',
+        claimsDir,
+        '--out',
+        out,
+      ],
+      { stderr: 'inherit' },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+    try {
+      const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+      const nextPass = async () => {
+        const { outcomes } = JSON.parse((await lines.next()).value as string) as {
+          outcomes: Array<{ result: string }>;
+        };
+        return outcomes.map((o) => o.result);
+      };
+      expect(await nextPass()).toEqual(['created']);
+      await withSecretClient(join(out, 'default', 'heron'), (c) =>
+        c.query('CREATE TABLE t (id int PRIMARY KEY)'),
+      );
+      // A canary move waits for approval: each pass reports it migrating and asks to come back.
+      await writeFile(
+        claimFile,
+        claimYaml('heron', {
+          databaseName: 'heron',
+          userName: 'heron',
+          deletionPolicy: 'Delete',
+          instanceLabel: 'atlas.recyclebin',
+          cutover: 'Manual',
+        }),
+      );
+      let moving: string[] = [];
+      for (let pass = 0; pass < 5 && moving[0] !== 'migrating'; pass++) moving = await nextPass();
+      expect(moving).toEqual(['migrating']);
+      // The file is not touched again: the next pass can only be the requeue.
+      expect(await nextPass()).toEqual(['migrating']);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    // Abandoned (back to the source) so nothing of it stays replicating.
+    await writeFile(claimFile, spec('atlas'));
+    expect(
+      (await runCli(['reconcile', '--config', configFile, '--claims', claimsDir, '--out', out])).code,
+    ).toBe(0);
+    expect(await leftovers('heron')).toEqual({ slots: 0, logins: 0, publications: 0, subscriptions: 0 });
   });
 
   it('canary: pointing the claim back before cutover abandons the target cleanly', async () => {

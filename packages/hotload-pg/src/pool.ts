@@ -10,6 +10,7 @@ import {
   type SourceWatcher,
 } from 'hotload-core';
 import pg from 'pg';
+import { CheckoutQueue, type Waiter } from './checkout-queue.js';
 import {
   FORWARDED_EVENTS,
   type ForwardedEvent,
@@ -26,38 +27,10 @@ import { PgPoolDriver } from './pg-pool-driver.js';
 import { clientsOf, idleItemsOf, type PgPoolPendingItem, pendingItemsOf } from './pg-pool-lists.js';
 import { type NodeCallback, promisify, rejectedWith } from './promisify.js';
 
-/**
- * A checkout the pool itself holds: waiting for capacity or for the first config, or
- * handed to a generation from that queue. Its `connectionTimeoutMillis` timer runs from
- * the checkout call until it is answered (as pg-pool's queue timer does), wherever it is.
- */
-interface Waiter {
-  readonly callback: CheckoutCallback;
-  timer: NodeJS.Timeout | undefined;
-  /** In the pool's queue (so answering it must take it out). */
-  queued: boolean;
-  /** Answered (served, failed or timed out): a late client goes straight back. */
-  settled: boolean;
-  /**
-   * Asked while there was no generation yet and within `max`: pg.Pool would be opening a
-   * connection for it, so its timeout is pg's connection timeout, not the queue's.
-   */
-  readonly connecting: boolean;
-  /** Waiting (bounded by `credentialWaitMillis`) for the new secret after a refused login. */
-  awaitingCredentials: boolean;
-}
-
-/** pg-pool's error for a checkout not served within `connectionTimeoutMillis`. */
-const CONNECT_TIMEOUT_MESSAGE = 'timeout exceeded when trying to connect';
-/** pg-pool's error for a new connection not made within `connectionTimeoutMillis`. */
-const CONNECTION_TIMEOUT_MESSAGE = 'Connection terminated due to connection timeout';
 /** pg-pool's error for work asked after `end()`. */
 const ENDED_MESSAGE = 'Cannot use a pool after calling end on the pool';
 
 const noop = (): void => {};
-
-/** The release function a checkout callback receives. */
-type PgRelease = (err?: Error | boolean) => void;
 
 /** Set by the class's static block, which may read its private fields. */
 let lifecycleOfPool: (pool: Pool) => ObservableLifecycle;
@@ -88,7 +61,7 @@ export class Pool extends pg.Pool {
   /** Every generation not yet closed: current, retiring and candidates being verified. */
   readonly #generations = new Set<Generation>();
   readonly #forwarded = new Set<ForwardedEvent>();
-  readonly #waiters: Waiter[] = [];
+  readonly #waiting: CheckoutQueue;
   #current: Generation | undefined;
   declare [baseOptions]: pg.PoolConfig;
   /** True once `end()` was called (pg.Pool's field; set by pg-pool's constructor, then by `end()`). */
@@ -114,6 +87,7 @@ export class Pool extends pg.Pool {
     // empty queues; it opens nothing. Its queues stay unused: generations do the pooling.
     super(pgConfig);
     this.#config = pgConfig;
+    this.#waiting = new CheckoutQueue(pgConfig.connectionTimeoutMillis);
     this.#name = hotload?.name;
     this.#fixed = hotload?.source === undefined ? new PgOptionsSource(pgConfig) : undefined;
     const lifecycle: LifecycleOptions<pg.PoolClient> = {
@@ -261,7 +235,7 @@ export class Pool extends pg.Pool {
       totalCount: (pool: Pool) => pool.#connectingFirst() + pool.#sum((generation) => generation.totalCount),
       idleCount: (pool: Pool) => pool.#sum((generation) => generation.idleCount),
       waitingCount: (pool: Pool) =>
-        pool.#waiters.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
+        pool.#waiting.length - pool.#connectingFirst() + pool.#sum((generation) => generation.waitingCount),
       expiredCount: (pool: Pool) => pool.#sum((generation) => generation.expiredCount),
     });
     // pg-pool's `_clients`, `_idle` and `_pendingQueue`, which programs and pg's own tests
@@ -276,9 +250,9 @@ export class Pool extends pg.Pool {
         _clients: (pool: Pool) => (#generations in pool ? pool.#flatten(clientsOf) : []),
         _idle: (pool: Pool) => (#generations in pool ? pool.#flatten(idleItemsOf) : []),
         _pendingQueue: (pool: Pool): PgPoolPendingItem[] =>
-          #waiters in pool
+          #waiting in pool
             ? [
-                ...pool.#waiters.slice(pool.#connectingFirst()).map(({ callback }) => ({ callback })),
+                ...pool.#waiting.waiters.slice(pool.#connectingFirst()).map(({ callback }) => ({ callback })),
                 ...pool.#flatten(pendingItemsOf),
               ]
             : [],
@@ -309,8 +283,8 @@ export class Pool extends pg.Pool {
    * client for each already, and counts them in `totalCount` (not `waitingCount`).
    */
   #connectingFirst(): number {
-    if (this.#current !== undefined || this.#waiters.length === 0) return 0;
-    return Math.min(this.#waiters.length, this.options.max);
+    if (this.#current !== undefined || this.#waiting.length === 0) return 0;
+    return Math.min(this.#waiting.length, this.options.max);
   }
 
   #connect(cb: CheckoutCallback | undefined): Promise<pg.PoolClient> | undefined {
@@ -443,7 +417,7 @@ export class Pool extends pg.Pool {
     let unavailable: Error | undefined;
     await this.#manager.whenServing().catch((error: Error) => (unavailable = error));
     this.#serveWaiters();
-    this.#failWaiters(unavailable ?? new Error(ENDED_MESSAGE));
+    this.#waiting.failAll(unavailable ?? new Error(ENDED_MESSAGE));
     // Cancels a switch in flight (its candidate is discarded), lets retiring generations
     // keep their drain deadline and drains the current one, waiting for its holders as
     // pg.Pool's end() does.
@@ -457,7 +431,7 @@ export class Pool extends pg.Pool {
    */
   #checkout(callback: CheckoutCallback): void {
     const current = this.#current;
-    if (current !== undefined && this.#waiters.length === 0 && current.hasCapacity() && !this.ending) {
+    if (current !== undefined && this.#waiting.length === 0 && current.hasCapacity() && !this.ending) {
       current.checkout(callback);
       return;
     }
@@ -466,84 +440,32 @@ export class Pool extends pg.Pool {
       callback(new Error(ENDED_MESSAGE), undefined, noop);
       return;
     }
-    const connecting = current === undefined && this.#waiters.length < this.options.max;
-    const waiter = this.#newWaiter(callback, connecting);
-    this.#queue(waiter);
+    const connecting = current === undefined && this.#waiting.length < this.options.max;
+    const waiter = this.#waiting.create(callback, connecting);
+    this.#waiting.add(waiter);
     // Room may have appeared without a checkin (a program raised `pool.options.max`, which
     // pg-pool reads live): serve the queue, first come first served.
     if (current?.hasCapacity()) this.#serveWaiters();
     // No generation yet: served on the first promotion, or failed at once with the
     // SourceError while the source is invalid.
     if (current === undefined) {
-      this.#manager.whenServing().catch((error: Error) => this.#settle(waiter, error));
+      this.#manager.whenServing().catch((error: Error) => this.#waiting.settle(waiter, error));
     }
-  }
-
-  #queue(waiter: Waiter, first = false): void {
-    waiter.queued = true;
-    if (first) this.#waiters.unshift(waiter);
-    else this.#waiters.push(waiter);
-  }
-
-  #newWaiter(callback: CheckoutCallback, connecting = false): Waiter {
-    const waiter: Waiter = {
-      callback,
-      connecting,
-      queued: false,
-      timer: undefined,
-      settled: false,
-      awaitingCredentials: false,
-    };
-    const timeout = this.#config.connectionTimeoutMillis;
-    if (timeout) {
-      const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
-      // pg-pool calls a timed-out queued checkout back with the error alone, a failed
-      // connection with (err, undefined, noop).
-      const arity = connecting ? 3 : 1;
-      waiter.timer = setTimeout(
-        () => this.#settle(waiter, new Error(message), undefined, noop, arity),
-        timeout,
-      );
-      waiter.timer.unref();
-    }
-    return waiter;
-  }
-
-  /**
-   * Answers a waiter once (dropping it from the queue if it is there). `arity` 1: the
-   * callback gets the error alone, as pg-pool calls back a timed-out checkout.
-   */
-  #settle(
-    waiter: Waiter,
-    err: Error | undefined,
-    client?: pg.PoolClient,
-    release: PgRelease = noop,
-    arity = 3,
-  ): void {
-    if (waiter.settled) {
-      if (client !== undefined) release(); // answered already (timed out): give it back
-      return;
-    }
-    waiter.settled = true;
-    clearTimeout(waiter.timer);
-    if (waiter.queued) {
-      waiter.queued = false;
-      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
-    }
-    if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
-    else waiter.callback(err, client, release);
   }
 
   /** Hands waiting checkouts to the current generation while it has room. */
   #serveWaiters(): void {
     const current = this.#current;
     if (current === undefined) return;
-    while (this.#waiters.length > 0 && current.hasCapacity()) {
-      const waiter = this.#waiters.shift()!;
-      waiter.queued = false;
+    while (this.#waiting.length > 0 && current.hasCapacity()) {
+      const waiter = this.#waiting.shift()!;
       // The waiter goes along as context: a failed connect may queue it again, timer running.
       try {
-        current.checkout((err, client, release) => this.#settle(waiter, err, client, release), false, waiter);
+        current.checkout(
+          (err, client, release) => this.#waiting.settle(waiter, err, client, release),
+          false,
+          waiter,
+        );
       } catch (error) {
         // pg-pool throws out of connect() when its Client cannot be built (an option pg's
         // Client refuses, such as pg 8.23's `sslnegotiation: 'direct'` without TLS). pg.Pool
@@ -551,21 +473,14 @@ export class Pool extends pg.Pool {
         // for the first config), so it gets the error through its callback or promise.
         // A throw of the caller's own callback (settled already) goes on up, as before.
         if (waiter.settled) throw error;
-        this.#settle(waiter, error as Error);
+        this.#waiting.settle(waiter, error as Error);
       }
-    }
-  }
-
-  #failWaiters(error: Error): void {
-    for (const waiter of this.#waiters.splice(0)) {
-      waiter.queued = false;
-      process.nextTick(() => this.#settle(waiter, error));
     }
   }
 
   readonly #generationHooks: GenerationHooks = {
     onCheckin: () => {
-      if (this.#waiters.length > 0) this.#serveWaiters();
+      if (this.#waiting.length > 0) this.#serveWaiters();
     },
     onClosed: (generation) => {
       this.#generations.delete(generation);
@@ -619,19 +534,19 @@ export class Pool extends pg.Pool {
     }
     // A checkout that went straight to the generation gets its clock now: its own connect
     // was bounded by connectionTimeoutMillis already (no time is read on that hot path).
-    const waiter = queuedBefore ?? this.#newWaiter(callback);
+    const waiter = queuedBefore ?? this.#waiting.create(callback);
     if (serving) {
       if (!waiter.awaitingCredentials) {
         waiter.awaitingCredentials = true;
         // Resolves on the next promotion (which serves the queue); rejects with `err` at the deadline.
         this.#manager
           .awaitCredentialChange(generation, err)
-          .catch((error: Error) => this.#settle(waiter, error));
+          .catch((error: Error) => this.#waiting.settle(waiter, error));
       }
       this.#pauseAfterCredentialFailure(generation);
     }
     if (waiter.settled) return true; // timed out meanwhile: answered already
-    this.#queue(waiter, true);
+    this.#waiting.add(waiter, true);
     return true;
   }
 

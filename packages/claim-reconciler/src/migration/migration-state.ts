@@ -61,10 +61,11 @@ export interface MigrationState {
   /**
    * How writes were ordered while both instances took them (from the cutover until the
    * source's sessions left): `held`, each source commit waited until the target applied it
-   * (see synchronous-apply.ts); otherwise why not, and replication was asynchronous then.
-   * Null before the cutover.
+   * (see synchronous-apply.ts); `released-after-apply-errors`, held until the target
+   * refused a change (a conflict; see apply-error-watch.ts); otherwise why not, and
+   * replication was asynchronous then. Null before the cutover.
    */
-  readonly synchronousApply: 'held' | SynchronousApplyUnavailable | null;
+  readonly synchronousApply: 'held' | 'released-after-apply-errors' | SynchronousApplyUnavailable | null;
   /** Source sessions terminated after the drain grace period. */
   readonly sessionsTerminated: number | null;
   readonly completedAt: string | null;

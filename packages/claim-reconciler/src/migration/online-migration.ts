@@ -8,6 +8,7 @@
  * the source, untouched.
  */
 
+import { type ApplyErrorWatch, watchApplyErrors } from './apply-error-watch.js';
 import { ReplicationConflictError } from './migration-errors.js';
 import type { MigrationState } from './migration-state.js';
 import { ReplicationLink, type SourceAddress } from './replication-link.js';
@@ -159,16 +160,23 @@ class MigrationPass {
   /** The hook's step, callable detached. */
   private readonly step = (action: string): Promise<void> => this.hooks.step(action);
 
+  /** Runs while synchronous apply is held (see apply-error-watch.ts). */
+  private watch: ApplyErrorWatch | undefined;
+
   async run(initial: MigrationState): Promise<MigrationState> {
     let state = initial;
     const link = new ReplicationLink(state.replicationName, this.step);
-    while (state.migrating !== 'done') {
-      const next = await this.advance(state, link);
-      state = next.state;
-      await this.hooks.save(state);
-      if (next.stop) break;
+    try {
+      while (state.migrating !== 'done') {
+        const next = await this.advance(state, link);
+        state = next.state;
+        await this.hooks.save(state);
+        if (next.stop) break;
+      }
+      return state;
+    } finally {
+      await this.stopWatch();
     }
-    return state;
   }
 
   /** One phase step from `state` (never `done`). */
@@ -227,8 +235,9 @@ class MigrationPass {
         return go({ ...held, migrating: 'draining', cutoverAt: new Date().toISOString() });
       }
       case 'draining': {
-        // A killed pass left sessions on the source: their writes are ordered again.
-        if (state.finalConfirmedAt === null && (await link.hasSubscription(target))) {
+        // Resuming a killed pass that held it: the sessions left on the source are ordered again.
+        const resumedHolding = state.synchronousApply === 'held' && this.watch === undefined;
+        if (resumedHolding && state.finalConfirmedAt === null && (await link.hasSubscription(target))) {
           const held = await this.holdSynchronousApply(link, state);
           if ('stop' in held) return held;
         }
@@ -240,8 +249,13 @@ class MigrationPass {
           this.step,
         );
         // No application session is left on the source: nothing there to order any more.
+        const releasedOnErrors = await this.stopWatch();
         await this.apply.release(source);
-        let progressed: MigrationState = { ...state, sessionsTerminated: drained.terminated };
+        let progressed: MigrationState = {
+          ...state,
+          sessionsTerminated: drained.terminated,
+          ...(releasedOnErrors ? { synchronousApply: 'released-after-apply-errors' as const } : {}),
+        };
         // Persisted before the link is dropped: a run killed while removing it goes on.
         if (state.finalConfirmedAt === null) {
           if (!(await link.hasSubscription(target))) {
@@ -288,7 +302,25 @@ class MigrationPass {
     const progressed = { ...state, ...progressFields(caughtUp.progress) };
     if (!caughtUp.reached) return pause(progressed);
     const unavailable = await this.apply.hold(this.source, Date.now() + this.settings.waitMillis);
+    if (unavailable === undefined) {
+      this.watch ??= watchApplyErrors({
+        source: this.endpoints.source,
+        target: this.endpoints.target,
+        name: link.name,
+        pollMillis: this.settings.pollMillis,
+        onErrors: (source) => this.apply.release(source),
+      });
+    }
     return { ...progressed, synchronousApply: unavailable ?? 'held' };
+  }
+
+  /** Ends the apply-error watch; says whether it released synchronous apply. */
+  private async stopWatch(): Promise<boolean> {
+    const watch = this.watch;
+    this.watch = undefined;
+    if (watch === undefined) return false;
+    await watch.stop();
+    return watch.tripped;
   }
 
   /**

@@ -40,7 +40,6 @@ const WAITING_FOR_APPLY = new Set(['on', 'remote_apply']);
 export class SynchronousApply {
   /** The setting's value naming the subscription (its walsender's application_name). */
   readonly #value: string;
-  #held = false;
 
   constructor(
     /** The link's name: subscription, and the application_name it connects with. */
@@ -72,7 +71,6 @@ export class SynchronousApply {
       }
       await source.query('SELECT pg_reload_conf()');
     }
-    this.#held = true;
     await this.#untilEffective(source, deadline);
     return undefined;
   }
@@ -83,18 +81,11 @@ export class SynchronousApply {
    */
   async release(source: SqlClient): Promise<void> {
     if ((await fileSetting(source)) !== this.#value) {
-      this.#held = false;
       return;
     }
     await this.step('release-synchronous-apply');
     await source.query(`ALTER SYSTEM RESET ${SETTING}`);
     await source.query('SELECT pg_reload_conf()');
-    this.#held = false;
-  }
-
-  /** True between a successful {@link hold} and {@link release} in this pass. */
-  get held(): boolean {
-    return this.#held;
   }
 
   /**
