@@ -61,8 +61,9 @@ const PASS_THROUGH_PARAMS = [
  * `options`, `client_encoding` by name, `connect_timeout` seconds to
  * `connectionTimeoutMillis`) unless the static options set them. A static `ssl` is kept
  * only when the source has no sslmode, a static `sslnegotiation` only when the source has
- * neither sslmode nor sslnegotiation (its own goes to pg 8.23+'s `sslnegotiation`). TLS files (`sslrootcert`, `sslcert`, `sslkey`)
- * are read here, once: the settings verified are the settings used.
+ * neither sslmode nor sslnegotiation (its own goes to pg 8.23+'s `sslnegotiation`). TLS
+ * files (`sslrootcert`, `sslcert`, `sslkey`) are read here, once: the settings verified
+ * are the settings used.
  *
  * The password is non-enumerable, so a logged config shows no password.
  */
