@@ -86,6 +86,17 @@ function binding(cluster: PostgresCluster, name: string) {
   };
 }
 
+/** A migration of database `name` from cluster `a` to cluster `b`, about to start. */
+function moveFromAToB(name: string, replicationName: string, { manualCutover }: { manualCutover: boolean }) {
+  return newMigration({
+    source: binding(a, name),
+    target: binding(b, name),
+    replicationName,
+    manualCutover,
+    now: new Date(),
+  });
+}
+
 class RecordingHooks implements MigrationHooks {
   readonly steps: string[] = [];
   readonly saved: MigrationState[] = [];
@@ -153,13 +164,7 @@ describe('online migration state machine', () => {
         INSERT INTO notes (author, body) SELECT 1 + g % 10, 'n' || g FROM generate_series(1, 1000) g;`);
     });
     const hooks = new RecordingHooks();
-    const initial = newMigration({
-      source: binding(a, name),
-      target: binding(b, name),
-      replicationName: 'hotload_mig_runner',
-      manualCutover: true,
-      now: new Date(),
-    });
+    const initial = moveFromAToB(name, 'hotload_mig_runner', { manualCutover: true });
     const ends = endpoints(a, b, name);
     const waiting = await runMigration(initial, ends, hooks, { drainGraceMillis: 1000 });
     expect(waiting).toMatchObject({ migrating: 'streaming', rowsCopied: 1010, canarySecret: 'app-canary' });
@@ -209,13 +214,7 @@ describe('online migration state machine', () => {
     const hooks = new RecordingHooks();
     const ends = endpoints(a, b, name);
     const options = { drainGraceMillis: 1000, conflictGraceMillis: 300, waitMillis: 10_000 };
-    const initial = newMigration({
-      source: binding(a, name),
-      target: binding(b, name),
-      replicationName: 'hotload_mig_conflict',
-      manualCutover: true,
-      now: new Date(),
-    });
+    const initial = moveFromAToB(name, 'hotload_mig_conflict', { manualCutover: true });
     const streaming = await runMigration(initial, ends, hooks, options);
     expect(streaming.migrating).toBe('streaming');
     // A write that reached the target directly collides with one replicated from the source.
@@ -276,13 +275,7 @@ describe('online migration state machine', () => {
       });
     };
     const done = await runMigration(
-      newMigration({
-        source: binding(a, name),
-        target: binding(b, name),
-        replicationName: 'hotload_mig_ordered',
-        manualCutover: false,
-        now: new Date(),
-      }),
+      moveFromAToB(name, 'hotload_mig_ordered', { manualCutover: false }),
       endpoints(a, b, name),
       hooks,
       { drainGraceMillis: 1000 },
@@ -327,13 +320,7 @@ describe('online migration state machine', () => {
     const ends = endpoints(a, b, name);
     // The grace is a hang guard: without the release the write waits until it ends, then fails.
     const options = { drainGraceMillis: 20_000, conflictGraceMillis: 300, waitMillis: 10_000 };
-    const initial = newMigration({
-      source: binding(a, name),
-      target: binding(b, name),
-      replicationName: 'hotload_mig_clash',
-      manualCutover: false,
-      now: new Date(),
-    });
+    const initial = moveFromAToB(name, 'hotload_mig_clash', { manualCutover: false });
     await expect(runMigration(initial, ends, hooks, options)).rejects.toBeInstanceOf(
       ReplicationConflictError,
     );
@@ -362,13 +349,7 @@ describe('online migration state machine', () => {
     const hooks = new RecordingHooks();
     const ends = endpoints(a, b, name);
     const streaming = await runMigration(
-      newMigration({
-        source: binding(a, name),
-        target: binding(b, name),
-        replicationName: 'hotload_mig_lost',
-        manualCutover: true,
-        now: new Date(),
-      }),
+      moveFromAToB(name, 'hotload_mig_lost', { manualCutover: true }),
       ends,
       hooks,
     );
