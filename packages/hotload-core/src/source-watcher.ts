@@ -27,7 +27,7 @@ export interface SourceWatcherEvents {
 const DEFAULT_DEBOUNCE_MILLIS = 0;
 const DEFAULT_POLL_INTERVAL_MILLIS = 1000;
 const DEFAULT_RESYNC_INTERVAL_MILLIS = 30_000;
-const MISSING_POLL_MILLIS = 1000;
+const RECOVERY_POLL_MILLIS = 1000;
 const WATCH_MODES: readonly WatchMode[] = ['events', 'polling', 'none'];
 
 /** Closes a chokidar watcher, timers included (also those its unfinished work would arm). */
@@ -66,8 +66,10 @@ function millisOption(name: string, value: number | undefined, fallback: number)
  * to the directory and its direct entries. So the `..data` swap (a rename in the
  * directory), in-place writes, rename-over writes, and deletion and re-creation of the
  * directory itself are all seen, and the watch re-arms when the directory comes back.
- * While the source is `missing`, the watch is also set up again every second, in case
- * the parent directory was deleted too.
+ * While the source is invalid it is also re-read every second (while `missing`, with the
+ * watch set up again first, in case the parent directory was deleted too): a directory
+ * re-created while the watch re-arms can be read half-written with the events of its last
+ * files lost, and must not stay an error until the resync.
  * Any raw `fs.watch` event chokidar reports for these paths schedules one
  * re-read of the whole source `debounceMillis` (default 0: the next timer turn) after the
  * first event of a burst (later events of the burst do not push it back); reads never
@@ -177,10 +179,10 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
         await this.close();
         throw error;
       }
-      // Watching on: the next event (or the missing-source poll) re-reads, and a valid
-      // read is a change from nothing. The same error is not reported twice.
+      // Watching on: the next event (or the recovery poll) re-reads, and a valid read is a
+      // change from nothing. The same error is not reported twice.
       this.#lastErrorMessage = (error as Error).message;
-      if ((error as SourceError).code === 'missing') this.#startMissingPoll();
+      this.#startRecoveryPoll((error as SourceError).code);
       this.#startResync();
       throw error;
     }
@@ -219,7 +221,7 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     this.#timer = undefined;
     clearInterval(this.#resync);
     this.#resync = undefined;
-    this.#stopMissingPoll();
+    this.#stopRecoveryPoll();
     await this.#rearming;
     await closeChokidar(this.#watcher);
     this.#watcher = undefined;
@@ -230,24 +232,31 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
   }
 
   /**
-   * While the source is `missing`, its parent may be gone too (then chokidar lost its
-   * watch and will not see the directory come back): every `MISSING_POLL_MILLIS` the
-   * watch is set up again and the source re-read, until it reads fine.
+   * While the source is invalid, every `RECOVERY_POLL_MILLIS` it is read again, until it
+   * reads fine: file events can be lost (see the class comment). While it is `missing`,
+   * its parent may be gone too (then chokidar lost its watch and will not see the
+   * directory come back): the watch is set up again first.
    */
-  #startMissingPoll(): void {
-    if (this.#missingPoll || this.#closed || !this.#watchesFiles) return;
-    this.#missingPoll = setInterval(() => {
+  #startRecoveryPoll(code: SourceError['code']): void {
+    this.#failureCode = code;
+    if (this.#recoveryPoll || this.#closed || !this.#watchesFiles) return;
+    this.#recoveryPoll = setInterval(() => {
       if (this.#rearming || this.#closed) return;
+      if (this.#failureCode !== 'missing') {
+        this.#schedule();
+        return;
+      }
       this.#rearming = this.#rearm().finally(() => {
         this.#rearming = undefined;
       });
-    }, MISSING_POLL_MILLIS);
-    this.#missingPoll.unref();
+    }, RECOVERY_POLL_MILLIS);
+    this.#recoveryPoll.unref();
   }
 
-  #stopMissingPoll(): void {
-    if (this.#missingPoll) clearInterval(this.#missingPoll);
-    this.#missingPoll = undefined;
+  #stopRecoveryPoll(): void {
+    if (this.#recoveryPoll) clearInterval(this.#recoveryPoll);
+    this.#recoveryPoll = undefined;
+    this.#failureCode = undefined;
   }
 
   async #rearm(): Promise<void> {
@@ -264,7 +273,9 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     this.#schedule();
   }
 
-  #missingPoll: NodeJS.Timeout | undefined;
+  #recoveryPoll: NodeJS.Timeout | undefined;
+  /** The code of the error the last read ended in, while the recovery poll runs. */
+  #failureCode: SourceError['code'] | undefined;
   #rearming: Promise<void> | undefined;
 
   async #watch(): Promise<void> {
@@ -372,8 +383,8 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
     }
     this.#unsettled = undefined;
 
-    if (failure?.code === 'missing') this.#startMissingPoll();
-    else this.#stopMissingPoll();
+    if (failure) this.#startRecoveryPoll(failure.code);
+    else this.#stopRecoveryPoll();
     if (failure) {
       if (failure.message === this.#lastErrorMessage) return;
       this.#lastErrorMessage = failure.message;

@@ -255,6 +255,22 @@ describe('SourceWatcher on a kubelet-style secret directory', () => {
     expect((await log.changeWhere((c) => c.config.password === 'after-again')).skipped).toEqual([]);
   });
 
+  it('reads an invalid secret again until it is valid, even when no file event tells it so', async () => {
+    const dir = join(root, 'secret');
+    await writeSecretAtomically(dir, toSecretFiles(config('good')));
+    // No resync: only the recovery poll can notice what follows.
+    const watcher = new SourceWatcher(new SecretDirectorySource(dir), { resyncIntervalMillis: 0 });
+    watchers.push(watcher);
+    const log = new EventLog(watcher);
+    await watcher.start();
+    const broken = await writeSecretAtomically(dir, { ...toSecretFiles(config('good')), port: 'not-a-port' });
+    expect((await log.nextError()).code).toBe('invalid-value');
+    // Mended inside the published folder, below what is watched (as a write whose events
+    // were lost: a directory re-created while the watch re-arms, read half-written).
+    await writeFile(join(dir, broken.dataDir!, 'port'), '6543');
+    expect((await log.nextChange()).config.port).toBe(6543);
+  });
+
   it('survives deletion and re-creation of the parent directory too', async () => {
     const dir = join(root, 'mount', 'secret');
     await writeSecretAtomically(dir, toSecretFiles(config('before')));
