@@ -2,8 +2,14 @@
  * hotload-pg's Prometheus metrics, read from a registry before and after real rotations:
  * real PostgreSQL, a real secret directory updated the kubelet's way, the real watcher.
  */
-import { type ChangeEvent, HOTLOAD_METRIC_NAMES as N } from 'hotload-core';
-import { type DrainedEvent, Pool, type SwitchEvent, type VerifyFailedEvent } from 'hotload-pg';
+import { type ChangeEvent, ConnectionConfig, HOTLOAD_METRIC_NAMES as N } from 'hotload-core';
+import {
+  type DrainedEvent,
+  instrumentPool,
+  Pool,
+  type SwitchEvent,
+  type VerifyFailedEvent,
+} from 'hotload-pg';
 import { nextEvent, type PostgresCluster, startCluster } from 'hotload-test-support';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -145,6 +151,26 @@ describe('hotload-pg metrics', () => {
       expect(await metricValue(registry, N.currentGeneration, { source: 'second' })).toBe(second.generation);
     } finally {
       await Promise.all([first.end(), second.end()]);
+    }
+  });
+
+  it('instrumentPool names a pool made without metrics, and follows its later switches', async () => {
+    const registry = new Registry();
+    const pool = await Pool.create({ hotload: { source: { secretDirectory: secret.path } } });
+    try {
+      instrumentPool(pool, { registry, name: 'instrumented' });
+      const generation = () => metricValue(registry, N.currentGeneration, { source: 'instrumented' });
+      expect(await generation()).toBe(pool.generation);
+      const switched = nextEvent(pool, 'switch');
+      const { host, port, user, password, database } = cluster.connectionConfig();
+      expect(await pool.switchTo(ConnectionConfig.create({ host, port, user, password, database }))).toBe(
+        true,
+      );
+      const { toGeneration } = await switched;
+      expect(await generation()).toBe(toGeneration);
+      expect(await metricValue(registry, N.switches, { source: 'instrumented' })).toBe(1);
+    } finally {
+      await pool.end();
     }
   });
 });

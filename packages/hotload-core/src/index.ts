@@ -59,6 +59,7 @@ export {
   type GenerationDriver,
   GenerationManager,
   type GenerationTarget,
+  type InstrumentLifecycleOptions,
   instrumentLifecycle,
   isCredentialFailure,
   isFailoverSignal,

@@ -1,8 +1,8 @@
-import { type HotloadMetrics, type HotloadMetricsOptions, instrumentLifecycle } from 'hotload-core';
+import { type HotloadMetrics, type InstrumentLifecycleOptions, instrumentLifecycle } from 'hotload-core';
 import { lifecycleOf, type Pool } from './pool.js';
 
 /** Options of {@link instrumentPool}: where to register, and the `source` label. */
-export interface InstrumentPoolOptions extends HotloadMetricsOptions {
+export interface InstrumentPoolOptions extends InstrumentLifecycleOptions {
   /** The `source` label. Default: the pool's `hotload.name`, else its source's description. */
   readonly name?: string;
 }
@@ -15,24 +15,5 @@ export interface InstrumentPoolOptions extends HotloadMetricsOptions {
  * the first call (an optional peer dependency).
  */
 export function instrumentPool(pool: Pool, options: InstrumentPoolOptions = {}): HotloadMetrics {
-  const lifecycle = lifecycleOf(pool);
-  if (options.name === undefined) return instrumentLifecycle(lifecycle, options);
-  // Everything the lifecycle says, under another label.
-  return instrumentLifecycle(
-    {
-      name: options.name,
-      sourceWatcher: lifecycle.sourceWatcher,
-      get generation() {
-        return lifecycle.generation;
-      },
-      get connectionCounts() {
-        return lifecycle.connectionCounts;
-      },
-      get closed() {
-        return lifecycle.closed;
-      },
-      on: (event, listener) => lifecycle.on(event, listener),
-    },
-    options,
-  );
+  return instrumentLifecycle(lifecycleOf(pool), options);
 }

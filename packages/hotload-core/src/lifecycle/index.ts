@@ -17,6 +17,6 @@ export { GenerationManager } from './generation-manager.js';
 export { isMultiHost, ReadOnlyHostError, requiresWritable } from './host-selection.js';
 export { publishLifecycleDiagnostics } from './lifecycle-diagnostics.js';
 export { logLifecycleEvents } from './lifecycle-logging.js';
-export { instrumentLifecycle } from './lifecycle-metrics.js';
+export { type InstrumentLifecycleOptions, instrumentLifecycle } from './lifecycle-metrics.js';
 export type { ObservableLifecycle } from './observable.js';
 export { type LifecycleOptions, type ResolvedLifecycleOptions, resolveLifecycleOptions } from './options.js';

@@ -1,6 +1,12 @@
 import { HotloadMetrics, type HotloadMetricsOptions } from '../metrics/hotload-metrics.js';
 import type { ObservableLifecycle } from './observable.js';
 
+/** Options of {@link instrumentLifecycle}: where to register, and the `source` label. */
+export interface InstrumentLifecycleOptions extends HotloadMetricsOptions {
+  /** The `source` label. Default: the lifecycle's `name`. */
+  readonly name?: string;
+}
+
 /**
  * Records a lifecycle in hotload's Prometheus metrics (see `HOTLOAD_METRIC_NAMES`):
  * source changes and their detection latency, switches, verify failures, drain durations,
@@ -10,9 +16,9 @@ import type { ObservableLifecycle } from './observable.js';
  */
 export function instrumentLifecycle(
   lifecycle: ObservableLifecycle,
-  options: HotloadMetricsOptions = {},
+  options: InstrumentLifecycleOptions = {},
 ): HotloadMetrics {
-  const metrics = new HotloadMetrics(lifecycle.name, options);
+  const metrics = new HotloadMetrics(options.name ?? lifecycle.name, options);
   lifecycle.sourceWatcher.on('change', (change) => metrics.recordChange(change));
   if (lifecycle.generation !== undefined) metrics.recordSwitch(lifecycle.generation, true);
   lifecycle.on('switch', (event) =>

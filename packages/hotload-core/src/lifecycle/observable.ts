@@ -1,6 +1,12 @@
 import type { ConnectionCounts } from '../metrics/hotload-metrics.js';
 import type { SourceWatcher } from '../source-watcher.js';
-import type { LifecycleEvents } from './events.js';
+import type {
+  DrainedEvent,
+  ForceClosedEvent,
+  SourceErrorEvent,
+  SwitchEvent,
+  VerifyFailedEvent,
+} from './events.js';
 
 /**
  * What metrics, logs and diagnostics observe: the lifecycle's events and a few read-only
@@ -15,5 +21,12 @@ export interface ObservableLifecycle {
   readonly connectionCounts: ConnectionCounts;
   /** True once `close()` was called. */
   readonly closed: boolean;
-  on<K extends keyof LifecycleEvents>(event: K, listener: (...args: LifecycleEvents[K]) => void): unknown;
+  // One overload per event rather than one generic signature over `LifecycleEvents`: the
+  // generic form is not assignable from `EventEmitter<LifecycleEvents>['on']` as typed by
+  // @types/node 25 and later, which broke every consumer compiling with skipLibCheck false.
+  on(event: 'switch', listener: (event: SwitchEvent) => void): unknown;
+  on(event: 'verifyFailed', listener: (event: VerifyFailedEvent) => void): unknown;
+  on(event: 'drained', listener: (event: DrainedEvent) => void): unknown;
+  on(event: 'forceClosed', listener: (event: ForceClosedEvent) => void): unknown;
+  on(event: 'sourceError', listener: (event: SourceErrorEvent) => void): unknown;
 }
