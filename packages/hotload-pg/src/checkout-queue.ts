@@ -15,9 +15,14 @@ export interface Waiter {
   settled: boolean;
   /**
    * Asked while there was no generation yet and within `max`: pg.Pool would be opening a
-   * connection for it, so its timeout is pg's connection timeout, not the queue's.
+   * connection for it, so its timeout is pg's connection timeout, not the queue's. Once a
+   * generation connects for it, that generation's pg-pool times the connection (as pg.Pool
+   * would: its error, its `cause`, the client dropped before the callback) and this
+   * waiter's own timer only marks it {@link Waiter.expired}.
    */
   readonly connecting: boolean;
+  /** A connecting waiter's time ran out while a generation was connecting for it: never queue it again. */
+  expired: boolean;
   /** Waiting (bounded by `credentialWaitMillis`) for the new secret after a refused login. */
   awaitingCredentials: boolean;
 }
@@ -62,16 +67,18 @@ export class CheckoutQueue {
       timer: undefined,
       settled: false,
       awaitingCredentials: false,
+      expired: false,
     };
     if (this.timeoutMillis) {
       const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
       // pg-pool calls a timed-out queued checkout back with the error alone, a failed
       // connection with (err, undefined, noop).
       const arity = connecting ? 3 : 1;
-      waiter.timer = setTimeout(
-        () => this.settle(waiter, new Error(message), undefined, noop, arity),
-        this.timeoutMillis,
-      );
+      waiter.timer = setTimeout(() => {
+        // Not queued and not answered: handed to a generation, whose pg-pool answers it.
+        if (connecting && !waiter.queued) waiter.expired = true;
+        else this.settle(waiter, new Error(message), undefined, noop, arity);
+      }, this.timeoutMillis);
       waiter.timer.unref();
     }
     return waiter;

@@ -532,6 +532,9 @@ export class Pool extends pg.Pool {
     if (serving && (this.#fixed !== undefined || !isCredentialFailure(err))) {
       return false;
     }
+    // A connecting checkout whose time ran out during this connect fails with its error, as
+    // pg.Pool's connect would (its timer is pg-pool's, see Waiter.connecting).
+    if (queuedBefore?.expired) return false;
     // A checkout that went straight to the generation gets its clock now: its own connect
     // was bounded by connectionTimeoutMillis already (no time is read on that hot path).
     const waiter = queuedBefore ?? this.#waiting.create(callback);
