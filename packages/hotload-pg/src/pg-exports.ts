@@ -8,7 +8,8 @@
  * Read from pg's module object rather than re-exported by name (`export { Client } from
  * 'pg'`): pg before 8.15 has no ESM entry and Node cannot see its names from ESM, so a
  * named re-export would break the import of hotload-pg on those versions. `Result` and
- * `TypeOverrides` (pg ≥ 8.16 only) are on the default export.
+ * `TypeOverrides` exist from pg 8.16 on: with an older pg they are `undefined` (typed so
+ * with an older @types/pg), where pg itself has no ESM entry to import them from.
  */
 import pg, { type Query as PgQuery } from 'pg';
 import type { PgRow, PgValues } from './pg-type-defaults.js';
@@ -38,6 +39,22 @@ export const types: typeof pg.types = pg.types;
 
 /** pg's defaults (`pg.defaults`): the same object, so setting a field here sets pg's. */
 export const defaults: typeof pg.defaults = pg.defaults;
+
+/** The type of pg's member `K`, or `undefined` where the installed @types/pg has no such member. */
+type OptionalPgMember<K extends string> = typeof pg extends { readonly [P in K]: infer V } ? V : undefined;
+const pgMembers = pg as unknown as Record<string, unknown>;
+
+/** pg's `Result` class (pg ≥ 8.16; `undefined` with an older pg). */
+export const Result = pgMembers.Result as OptionalPgMember<'Result'>;
+
+/** pg's `TypeOverrides` class (pg ≥ 8.16; `undefined` with an older pg). */
+export const TypeOverrides = pgMembers.TypeOverrides as OptionalPgMember<'TypeOverrides'>;
+
+/**
+ * `null`, as `require('pg').native` is without pg-native, and as on this package's default
+ * export: the hotload Pool is a JavaScript pool (see {@link createPgModule}).
+ */
+export const native: null = null;
 
 /** pg's `escapeIdentifier`. */
 export const escapeIdentifier: typeof pg.escapeIdentifier = pg.escapeIdentifier;
