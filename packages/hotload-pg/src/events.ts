@@ -15,10 +15,15 @@ export type {
  * driver). Payloads never contain a password.
  */
 export interface PoolEvents extends LifecycleEvents {
+  /** A new client connected (after `onConnect`, before it is handed out). */
   connect: [client: pg.PoolClient];
+  /** A client was checked out. */
   acquire: [client: pg.PoolClient];
+  /** A client came back (`err` is what `release(err)` was given; a failed `pool.query` passes its error). */
   release: [err: Error | undefined, client: pg.PoolClient];
+  /** A client was closed and left the pool (its socket is closed). */
   remove: [client: pg.PoolClient];
+  /** An idle client's connection failed (the client is removed); with no listener, pg.Pool's rule: it throws. */
   error: [err: Error, client: pg.PoolClient];
 }
 

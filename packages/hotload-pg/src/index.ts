@@ -4,12 +4,16 @@
  * default export and its named exports are pg's (`Client`, `types`, `defaults`, pg's types,
  * ...) with hotload-pg's `Pool`: switching from 'pg' is a change of the import alone.
  */
+
+export type { HostPort } from 'hotload-core';
 export { RedactedError, redactError } from 'hotload-core';
 export { default } from './default-export.js';
 export { ForceClosedError } from './errors.js';
 export type {
   DrainedEvent,
   ForceClosedEvent,
+  PgPoolEvent,
+  PgPoolListener,
   PoolEvents,
   SourceErrorEvent,
   SwitchEvent,

@@ -28,5 +28,6 @@ export interface HotloadOptions extends Omit<LifecycleOptions<pg.PoolClient>, 's
 
 /** `pg.PoolConfig` plus the optional `hotload` options. */
 export interface PoolConfig extends pg.PoolConfig {
+  /** What to follow and how (see {@link HotloadOptions}); without it the pool is a plain pg.Pool. */
   hotload?: HotloadOptions | undefined;
 }

@@ -40,7 +40,7 @@ export const types: typeof pg.types = pg.types;
 /** pg's defaults (`pg.defaults`): the same object, so setting a field here sets pg's. */
 export const defaults: typeof pg.defaults = pg.defaults;
 
-/** The type of pg's member `K`, or `undefined` where the installed @types/pg has no such member. */
+/** The type of pg's member `K`, or `undefined` where the installed `@types/pg` has no such member. */
 type OptionalPgMember<K extends string> = typeof pg extends { readonly [P in K]: infer V } ? V : undefined;
 const pgMembers = pg as unknown as Record<string, unknown>;
 

@@ -1,4 +1,4 @@
-import { toPgClientSettings } from 'hotload-core';
+import { type HostPort, toPgClientSettings } from 'hotload-core';
 import type pg from 'pg';
 
 /**
@@ -8,6 +8,7 @@ import type pg from 'pg';
 export interface ConnectionSettings {
   /** The first host (the only one tried when {@link ConnectionSettings.hosts} has fewer than two entries). */
   readonly host: string;
+  /** The first host's port. */
   readonly port: number;
   /**
    * libpq host list (`host=a,b` / `postgres://u@a:5432,b:5433/db`), in order. With two or
@@ -15,9 +16,11 @@ export interface ConnectionSettings {
    * `target_session_attrs=read-write` (or `primary`), accepts writes.
    */
   readonly hosts?: ReadonlyArray<HostPort> | undefined;
+  /** The login role. */
   readonly user: string;
   /** Read only when a generation is built; never copied into events or errors. */
   readonly password: string | undefined;
+  /** The database to connect to. */
   readonly database: string;
   /** libpq sslmode (`disable`, `allow`, `prefer`, `require`, `verify-ca`, `verify-full`, `no-verify`). */
   readonly sslmode: string | undefined;
@@ -25,12 +28,6 @@ export interface ConnectionSettings {
   readonly params: Readonly<Record<string, string>>;
   /** Hash of the whole config, password included: equal configs, equal fingerprints. */
   readonly fingerprint: string;
-}
-
-/** One entry of a host list. */
-export interface HostPort {
-  readonly host: string;
-  readonly port: number;
 }
 
 /**

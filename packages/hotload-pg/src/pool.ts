@@ -63,6 +63,7 @@ export class Pool extends pg.Pool {
   readonly #forwarded = new Set<ForwardedEvent>();
   readonly #waiting: CheckoutQueue;
   #current: Generation | undefined;
+  /** The options pg-pool's constructor computed (see the `options` accessor). */
   declare [baseOptions]: pg.PoolConfig;
   /** True once `end()` was called (pg.Pool's field; set by pg-pool's constructor, then by `end()`). */
   declare ending: boolean;
@@ -188,6 +189,7 @@ export class Pool extends pg.Pool {
    * (`release`'s `err` is `Error`, as `@types/pg` declares it), so it compiles here unchanged.
    */
   override on<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  /** hotload's lifecycle events (`switch`, `verifyFailed`, `drained`, `forceClosed`, `sourceError`), and pg's as {@link PoolEvents} types them. */
   override on<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override on(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     this.#forwardOnDemand(event);
@@ -196,6 +198,7 @@ export class Pool extends pg.Pool {
 
   /** As {@link Pool.(on:1)}, for one event. */
   override once<K extends PgPoolEvent>(event: K, listener: PgPoolListener<K>): this;
+  /** As the second overload of {@link Pool.(on:2)}, for one event. */
   override once<K extends keyof PoolEvents>(event: K, listener: (...args: PoolEvents[K]) => void): this;
   override once(event: keyof PoolEvents, listener: (...args: never[]) => void): this {
     this.#forwardOnDemand(event);

@@ -4,6 +4,7 @@ import { createPgModule, type PgModule } from './pg-module.js';
 
 /** The part of TypeORM's postgres `DataSourceOptions` that puts a DataSource on hotload-pg. */
 export interface HotloadTypeOrmOptions {
+  /** TypeORM's driver name for PostgreSQL. */
   readonly type: 'postgres';
   /** hotload-pg's pg-compatible module: TypeORM builds its pool with `new driver.Pool(...)`. */
   readonly driver: PgModule;
