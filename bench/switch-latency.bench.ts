@@ -1,8 +1,10 @@
 /**
- * Switch latency per driver, under load: 8 workers query back to back while the login
- * user switches (the server learns the new user's password first, then the secret is
- * swapped atomically, as the kubelet does it). Measured from the swap itself (the rename
- * of `..data`, as the writer reports it) to the first query answered as the new user.
+ * Switch latency per driver, idle and under load: the login user switches (the server
+ * learns the new user's password first, then the secret is swapped atomically, as the
+ * kubelet does it). Measured from the swap itself (the rename of `..data`, as the writer
+ * reports it) to the first query answered as the new user: for an idle pool
+ * (`idle_p50_ms`), the one query sent once the driver reports the switch; under load
+ * (`load_p50_ms`), the first answer among 8 workers querying back to back.
  * Every driver, hotload-pg's Pool included, runs on hotload-core's one lifecycle
  * (`GenerationManager`), so their figures should match. One JSON line per driver; failed
  * queries are counted (expected 0).
@@ -19,6 +21,8 @@
  * the other workers' connections to it are being opened. The floor is measured alone
  * after each switch, so the two can come out within a few ms of each other either way.
  */
+
+import { once } from 'node:events';
 import {
   APP_DATABASE,
   createAppDatabase,
@@ -31,6 +35,8 @@ import { DRIVERS, type Subject } from '../test/contract/subjects.js';
 
 const WORKERS = 8;
 const SWITCHES = 20;
+
+type User = 'app_a' | 'app_b';
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -77,32 +83,64 @@ class SwitchWatchingLoad {
   }
 }
 
+const ms = (value: number) => Number(value.toFixed(2));
+
 const cluster = await startCluster();
 const passwords = { app_a: newPassword(), app_b: newPassword() };
+let current: User = 'app_a';
+
+/** The other user, with a new password the server has learnt already (not timed). */
+async function nextUser(): Promise<{ user: User; password: string }> {
+  const user: User = current === 'app_a' ? 'app_b' : 'app_a';
+  const password = newPassword();
+  await cluster.query(`ALTER ROLE ${user} PASSWORD '${password}'`);
+  passwords[user] = password;
+  current = user;
+  return { user, password };
+}
+
+/** Publishes the secret of `user`; returns when its `..data` swap happened (performance.now() clock). */
+async function swap(secret: SecretDirectory, user: User, password: string): Promise<number> {
+  // The rename of ..data, not the end of write(): the writer still removes the old
+  // folder after it, and the watcher may already have read the new secret by then.
+  const { swappedAt } = await secret.write(cluster, user, password);
+  return swappedAt! - performance.timeOrigin;
+}
+
+/** Switches with nothing running: the swap to the answer of one query sent on the driver's `switch`. */
+async function idleSwitches(subject: Subject, secret: SecretDirectory): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let sample = 0; sample < SWITCHES; sample++) {
+    const { user, password } = await nextUser();
+    const switched = once(subject.events, 'switch');
+    const swapped = await swap(secret, user, password);
+    await switched;
+    const rows = await subject.query('SELECT session_user AS u');
+    latencies.push(performance.now() - swapped);
+    if (rows[0]?.u !== user) throw new Error(`answered as ${String(rows[0]?.u)}, not ${user}`);
+  }
+  return latencies;
+}
+
 try {
   await createAppDatabase(cluster, passwords);
   for (const driver of DRIVERS) {
     const secret = new SecretDirectory();
-    await secret.write(cluster, 'app_a', passwords.app_a);
+    current = 'app_a';
+    await secret.write(cluster, current, passwords.app_a);
     const subject = await driver.create({
       source: { secretDirectory: secret.path },
       drainTimeoutMillis: 30_000,
       max: WORKERS,
     });
+    const idle = await idleSwitches(subject, secret);
     const load = new SwitchWatchingLoad(subject);
     const latencies: number[] = [];
     const floor: number[] = [];
-    let user: 'app_a' | 'app_b' = 'app_a';
     for (let sample = 0; sample < SWITCHES; sample++) {
-      user = user === 'app_a' ? 'app_b' : 'app_a';
-      const password = newPassword();
-      await cluster.query(`ALTER ROLE ${user} PASSWORD '${password}'`); // not timed
-      passwords[user] = password;
+      const { user, password } = await nextUser();
       const answered = load.firstAnswerAs(user);
-      const { swappedAt } = await secret.write(cluster, user, password);
-      // The rename of ..data, not the end of write(): the writer still removes the old
-      // folder after it, and the watcher may already have read the new secret by then.
-      const swapped = swappedAt! - performance.timeOrigin;
+      const swapped = await swap(secret, user, password);
       latencies.push((await answered) - swapped);
       floor.push(
         await newConnectionMillis(cluster.connectionConfig({ database: APP_DATABASE, user, password })),
@@ -118,9 +156,11 @@ try {
         workers: WORKERS,
         switches: SWITCHES,
         failed: load.failed,
-        p50_ms: Number(percentile(latencies, 0.5).toFixed(2)),
-        p99_ms: Number(percentile(latencies, 0.99).toFixed(2)),
-        floor_p50_ms: Number(percentile(floor, 0.5).toFixed(2)),
+        idle_p50_ms: ms(percentile(idle, 0.5)),
+        idle_p99_ms: ms(percentile(idle, 0.99)),
+        load_p50_ms: ms(percentile(latencies, 0.5)),
+        load_p99_ms: ms(percentile(latencies, 0.99)),
+        load_floor_p50_ms: ms(percentile(floor, 0.5)),
       }),
     );
   }
