@@ -65,6 +65,8 @@ export class Generation {
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
+  /** Clients given back that pg-pool is ending: the owner's waiters are served at their 'remove'. */
+  readonly #checkinOnRemove = new Set<pg.PoolClient>();
   /** Checkouts asked of {@link pool} that it has not called back yet. */
   #unanswered = 0;
   #allAnswered: (() => void) | undefined;
@@ -90,6 +92,7 @@ export class Generation {
     this.pool.on('remove', (client) => {
       this.#clients.delete(client as TrackedClient);
       if (this.#clients.size === 0) this.#lastRemoved?.();
+      if (this.#checkinOnRemove.delete(client)) this.hooks.onCheckin(this);
     });
   }
 
@@ -235,17 +238,20 @@ export class Generation {
       pgRelease(err);
       return;
     }
-    // Otherwise give it back first. With an error pg-pool ends the client, and a waiter
-    // served next gets a new connection at once rather than after the old one has closed;
-    // with room or idle clients, a checkout asked before the release would open a new
-    // connection (even while growth is paused) instead of reusing one.
-    pgRelease(err);
-    this.#checkedIn();
-  }
-
-  #checkedIn(): void {
+    // Otherwise give it back first: with room or idle clients, a checkout asked before the
+    // release would open a new connection (even while growth is paused) instead of reusing one.
+    // If pg-pool ends the client instead (released with an error, maxUses, lifetime, broken),
+    // it serves its waiters once the socket has closed, after 'remove': ours are served then
+    // too, so a waiter's new connection comes after the old one's remove and never makes
+    // max + 1 sockets. The slot is free at once, as pg-pool's is for a checkout asked
+    // meanwhile. (Registered first: a client whose socket is gone is removed synchronously.)
     this.outstanding--;
-    this.hooks.onCheckin(this);
+    this.#checkinOnRemove.add(client);
+    pgRelease(err);
+    if (this.#checkinOnRemove.has(client) && clientsOf(this.pool).includes(client)) {
+      this.#checkinOnRemove.delete(client);
+      this.hooks.onCheckin(this);
+    }
   }
 
   /**

@@ -153,10 +153,9 @@ describe('a server refusing connections (same as pg.Pool)', () => {
           await proxy.resume();
           await rec.settle('after resume', pool.query('SELECT 1 AS one'));
         },
-        // pg-pool opens the waiter's connection once the destroyed client's socket has closed
-        // (after its `remove`); hotload-pg's generation opens it at once (generation.ts
-        // #giveBack), so `remove` may come after the waiter's answer: compared by count.
-        { ...viaProxy, ignoreEvents: ['remove'] },
+        // The waiter's connection is opened once the destroyed client's socket has closed,
+        // after its `remove` (pg-pool's order): events compared in full.
+        viaProxy,
       );
     },
     HANG_GUARD,

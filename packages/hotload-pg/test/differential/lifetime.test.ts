@@ -1,7 +1,9 @@
 /**
- * Clients leaving the pool by themselves, differentially: idleTimeoutMillis and
- * maxLifetimeSeconds (expiredCount). Scenarios wait for the `remove` event, never a clock.
+ * Clients leaving the pool, differentially: idleTimeoutMillis, maxLifetimeSeconds
+ * (expiredCount), and a client the pool ends on release while a checkout waits for it
+ * (released with an error, maxUses). Scenarios wait for the `remove` event, never a clock.
  */
+import type pg from 'pg';
 import { describe, it } from 'vitest';
 import { Differential, once } from './differential.js';
 
@@ -62,4 +64,30 @@ describe('clients retired by the pool (same as pg.Pool)', () => {
       await rec.settle('served by the kept client', pool.query('SELECT 1 AS one'));
     });
   });
+
+  // pg-pool serves a waiter once the client it ends has closed: its new connection comes
+  // after that client's `remove`, and max sockets are never exceeded.
+  for (const [how, options, release] of [
+    [
+      'released with an error',
+      { max: 1 },
+      (client: pg.PoolClient) => client.release(new Error('done with it')),
+    ],
+    ['retired by maxUses', { max: 1, maxUses: 1 }, (client: pg.PoolClient) => client.release()],
+  ] as const) {
+    it(`max reached, a checkout waits, the held client ${how}: the waiter gets a new connection after its remove`, async () => {
+      await diff.expectSame(options, async ({ pool, rec }) => {
+        const held = await pool.connect();
+        const waiting = pool.connect();
+        rec.step('one held, one waiting');
+        release(held);
+        // pg-pool: the old client is gone from totalCount, the checkout still waits.
+        rec.step('just released');
+        const waiter = await waiting;
+        rec.step('waiter served', (await waiter.query('SELECT 1 AS one')).rows);
+        waiter.release();
+        await rec.settle('next query', pool.query('SELECT 2 AS two'));
+      });
+    });
+  }
 });
