@@ -5,10 +5,17 @@ import type { DeletionPolicy } from './claim-schema.js';
 export interface Binding {
   /** Fragment key label used to log in as master. */
   readonly label: string;
+  /** The instance's host (the claim's `host` override, else the fragment key's). */
   readonly host: string;
+  /** The instance's port (the claim's `port` override, else the fragment key's). */
   readonly port: number;
+  /** The claim's database on that instance. */
   readonly databaseName: string;
   /** Base role; login users are `<userName>_a` / `<userName>_b`. */
   readonly userName: string;
+  /**
+   * What happens to the database and roles once the binding is retired or the claim is gone
+   * (`Delete` or `Orphan`).
+   */
   readonly deletionPolicy: DeletionPolicy;
 }

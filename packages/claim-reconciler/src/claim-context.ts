@@ -8,6 +8,7 @@ import type { UsageIndex } from './usage-index.js';
 
 /** What reconciling (or deleting) one claim needs from its driver, shared across a pass. */
 export interface ClaimContext {
+  /** The reconciler config in force (fragment keys, password settings). */
   readonly config: ReconcilerConfig;
   /** Master connections, one pool per instance and login, opened on demand. */
   readonly connections: MasterConnections;
@@ -17,9 +18,11 @@ export interface ClaimContext {
   readonly ports: ClaimPorts;
   /** Announced before every state-changing step (crash tests, dry runs). */
   readonly onStep?: StepHook;
+  /** Where to count provisioning, rotations and errors; none when absent. */
   readonly metrics?: ReconcilerMetrics;
   /** Tunables of online migrations (instance changes). */
   readonly migration?: MigrationOptions;
+  /** The time of this reconcile (password ages and status times are measured against it). */
   readonly now: Date;
   /** This driver's publisher id ({@link ClaimPorts.publisherId}), recorded on each claim. */
   readonly publisher?: string;

@@ -19,11 +19,15 @@ export type ClaimResult =
 export interface ClaimOutcome {
   /** `namespace/name`. */
   readonly claim: string;
+  /** What happened to the claim. */
   readonly result: ClaimResult;
   /** Human-readable steps taken, e.g. `created database app`, `rotated to app_b`. */
   readonly actions: readonly string[];
+  /** What went wrong, when something did (never a password). */
   readonly error?: string;
+  /** The fragment key the claim's `instanceLabel` matched, when one did. */
   readonly matchedLabel?: string;
+  /** The login user the secret now names (`<userName>_a` or `_b`). */
   readonly activeUser?: string;
   /** Folder of the published secret. */
   readonly secretDirectory: string;
@@ -31,5 +35,6 @@ export interface ClaimOutcome {
 
 /** One claim's reconcile: the outcome for people, and the result for the driver. */
 export interface ClaimReconcile extends ReconcileResult {
+  /** What happened, for people (CLI lines, logs, events). */
   readonly outcome: ClaimOutcome;
 }

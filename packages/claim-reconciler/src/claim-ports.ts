@@ -54,7 +54,9 @@ export interface StatusStore {
 
 /** The ports of one driver: a secret sink per claim secret, and the status store. */
 export interface ClaimPorts {
+  /** The sink of the secret `namespace/secretName`. */
   secretFor(namespace: string, secretName: string): SecretSink;
+  /** Where every claim's status is kept. */
   readonly statuses: StatusStore;
   /**
    * Who publishes (an output folder's id; a controller would name its cluster). Recorded on

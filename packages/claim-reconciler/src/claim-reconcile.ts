@@ -60,16 +60,23 @@ export type { ClaimContext, ClaimPorts, SecretSink, StatusStore };
 
 /** Where the claim's users log in: everything of the secret but user and password. */
 export interface LoginTarget {
+  /** The instance's host. */
   readonly host: string;
+  /** The instance's port. */
   readonly port: number;
+  /** The claim's database. */
   readonly database: string;
+  /** The fragment key's sslmode. */
   readonly sslmode: SslModeSetting;
 }
 
 /** What is published for a claim and whether it works. */
 export interface CredentialObservation {
+  /** The claim's recorded status, if any. */
   readonly status: ClaimStatus | undefined;
+  /** What the claim's secret holds now (undefined when there is none or it is incomplete). */
   readonly published: PublishedCredentials | undefined;
+  /** When the secret's current content was published, if known. */
   readonly publishedAt: Date | undefined;
   /** The login check of the published credentials; only when they point at `login`. */
   readonly login: LoginResult | undefined;
@@ -92,11 +99,17 @@ export type CredentialPlan =
 
 /** Inputs of {@link planCredentials}: plain values, no I/O. */
 export interface PlanInput {
+  /** The claim's database and role names. */
   readonly names: ClaimNames;
+  /** Where the claim's users should log in now. */
   readonly login: LoginTarget;
+  /** What is published and whether it logs in. */
   readonly observed: CredentialObservation;
+  /** The time of the reconcile (password ages are measured against it). */
   readonly now: Date;
+  /** The password settings (rotation period). */
   readonly settings: PasswordSettings;
+  /** Rotate whatever the password's age (`--rotate`). */
   readonly forceRotation: boolean;
 }
 

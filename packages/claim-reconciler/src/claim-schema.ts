@@ -119,13 +119,23 @@ const documentSchema = z.strictObject({
 export interface DatabaseClaim {
   /** `namespace/name`, unique among the loaded claims. */
   readonly key: string;
+  /** The claim's `metadata.name`. */
   readonly name: string;
+  /** The claim's `metadata.namespace` (`default` when absent). */
   readonly namespace: string;
   /** File the claim was read from. */
   readonly file: string;
+  /**
+   * The claim's `spec.appId`: the database name when neither `dbNameOverride` nor
+   * `databaseName` is given.
+   */
   readonly appId: string | undefined;
   /** Secret (folder) name; defaults to the claim name. */
   readonly secretName: string;
+  /**
+   * Which instance the claim wants: matched against the fragment keys (the longest key that is
+   * the label or a dot-separated prefix of it).
+   */
   readonly instanceLabel: string;
   /** Base (NOLOGIN) role name; the login users are `<userName>_a` and `<userName>_b`. */
   readonly userName: string;
@@ -151,7 +161,9 @@ export interface DatabaseClaim {
 
 /** Claims and findings from one or more YAML sources. */
 export interface LoadedClaims {
+  /** The valid claims (invalid ones are left out and reported in `problems`). */
   readonly claims: DatabaseClaim[];
+  /** Errors (invalid or duplicate claims, unreadable YAML) and warnings (documents of other kinds). */
   readonly problems: Problem[];
 }
 

@@ -22,7 +22,9 @@ export const STATUS_SUFFIX = '.status.json';
 export interface ClaimStatus {
   /** `namespace/name` of the claim. */
   readonly claim: string;
+  /** The claim's namespace (also its secret's). */
   readonly namespace: string;
+  /** The name of the claim's secret (folder or Kubernetes Secret). */
   readonly secretName: string;
   /** Last error for this claim, or null when the last pass succeeded. */
   readonly error: string | null;
@@ -119,20 +121,27 @@ export async function listStatuses(outputDir: string): Promise<Array<{ path: str
 
 /** {@link StatusStore} of the folder mode: status files beside the secret folders. */
 export class FolderStatusStore implements StatusStore {
-  constructor(readonly outputDir: string) {}
+  constructor(
+    /** The output folder: statuses are `<outputDir>/<namespace>/<secretName>.status.json`. */
+    readonly outputDir: string,
+  ) {}
 
+  /** {@inheritDoc StatusStore.read} */
   read(namespace: string, secretName: string): Promise<ClaimStatus | undefined> {
     return readStatus(statusPath(this.outputDir, namespace, secretName));
   }
 
+  /** {@inheritDoc StatusStore.write} */
   write(status: ClaimStatus, step: StepHook | undefined): Promise<boolean> {
     return writeStatus(statusPath(this.outputDir, status.namespace, status.secretName), status, step);
   }
 
+  /** {@inheritDoc StatusStore.remove} */
   remove(status: ClaimStatus, step: StepHook | undefined): Promise<void> {
     return removeStatus(statusPath(this.outputDir, status.namespace, status.secretName), status.claim, step);
   }
 
+  /** {@inheritDoc StatusStore.list} */
   async list(): Promise<ClaimStatus[]> {
     return (await listStatuses(this.outputDir)).map(({ status }) => status);
   }

@@ -13,8 +13,11 @@ export const ADVISORY_LOCK_NAMESPACE = 'hotload-claim-reconciler';
 export interface InstanceTarget {
   /** Fragment key label matched by the claim's `instanceLabel`. */
   readonly label: string;
+  /** The effective host (the claim's override, else the fragment key's). */
   readonly host: string;
+  /** The effective port (the claim's override, else the fragment key's). */
   readonly port: number;
+  /** The fragment key: how to log in as master (user, sslmode, password source). */
   readonly fragment: FragmentKey;
 }
 
@@ -29,6 +32,7 @@ export class MasterConnection {
   readonly #parts: Omit<ConnectionParts, 'database'>;
 
   constructor(
+    /** The instance this connects to, and how it logs in. */
     readonly target: InstanceTarget,
     password: string,
     maxConnections: number,

@@ -3,11 +3,13 @@ import type { z } from 'zod';
 
 /** One finding about an input document. Never contains a secret value. */
 export interface Problem {
+  /** `error`: the document (or claim) is refused; `warning`: accepted, but something in it is ignored. */
   readonly severity: 'error' | 'warning';
   /** File the finding is about. */
   readonly file: string;
   /** Dotted path inside the document, e.g. `spec.userName`; empty for the whole document. */
   readonly path: string;
+  /** What is wrong with the value at `path`, in words (never the value of a secret). */
   readonly message: string;
   /** `namespace/name` of the claim, when known. */
   readonly claim?: string;

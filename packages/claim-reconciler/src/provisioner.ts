@@ -43,6 +43,7 @@ function managedSql(expression: string, marker: string): string {
 
 /** The database and role names a claim owns. */
 export interface ClaimNames {
+  /** The claim's database. */
   readonly database: string;
   /** NOLOGIN role that owns the database and holds the privileges. */
   readonly baseRole: string;
@@ -111,6 +112,7 @@ export interface EnsureResult {
 
 /** A role or database that exists but cannot safely be used for the claim. */
 export class ProvisioningConflictError extends Error {
+  /** Always `ProvisioningConflictError`. */
   override readonly name = 'ProvisioningConflictError';
 }
 

@@ -23,9 +23,13 @@ export const EXIT_CODES = {
 
 /** Inputs of {@link reconcileFiles}. */
 export interface ReconcileFilesOptions {
+  /** The reconciler config file (plain YAML, or a ConfigMap holding `config.yaml`). */
   readonly configFile: string;
+  /** The folder of DatabaseClaim YAML files (`*.yaml`/`*.yml`, read recursively). */
   readonly claimsDir: string;
+  /** Where secrets are published (`<outputDir>/<namespace>/<secretName>/`), statuses beside them. */
   readonly outputDir: string;
+  /** Rotate every claim's password now, whatever its age (see {@link PassOptions.rotate}). */
   readonly rotate?: boolean;
   /** Delete what claims that are gone left behind (see {@link PassOptions.prune}). */
   readonly prune?: boolean;
@@ -38,10 +42,15 @@ export interface ReconcileFilesOptions {
   readonly dryRun?: boolean;
   /** See {@link PassOptions.takeOver}. */
   readonly takeOver?: boolean;
+  /** Claims reconciled at the same time; default 8 (see {@link ReconcilerOptions.concurrency}). */
   readonly concurrency?: number;
+  /** Called before every state-changing step (SQL write, secret publish, status write). */
   readonly onStep?: StepHook;
+  /** Called as each claim finishes, for progress output. */
   readonly onOutcome?: (outcome: ClaimOutcome) => void;
+  /** Clock (tests move it forward to trigger rotations). Default: `new Date()`. */
   readonly now?: () => Date;
+  /** Metrics sink (see {@link prometheusMetrics}); none by default. */
   readonly metrics?: ReconcilerMetrics;
   /** A pino-compatible logger: one line per claim outcome. Default: silent. */
   readonly logger?: HotloadLogger;
@@ -51,6 +60,10 @@ export interface ReconcileFilesOptions {
 export interface ReconcileFilesResult extends PassResult {
   /** Config warnings and claim validation findings. */
   readonly problems: readonly Problem[];
+  /**
+   * The CLI's exit code ({@link EXIT_CODES}): `claimErrors` (1) when a claim is invalid or
+   * failed, a deletion is pending, or deletions were over `maxDeletions`; else `ok` (0).
+   */
   readonly exitCode: number;
 }
 

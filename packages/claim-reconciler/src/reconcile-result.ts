@@ -6,6 +6,10 @@
 
 /** A failure of one claim. `terminal`: retrying without a change to the claim or config cannot help. */
 export interface ReconcileError {
+  /**
+   * `retryable`: a later pass may succeed as things stand; `terminal`: only a change to the
+   * claim or config can help.
+   */
   readonly kind: 'retryable' | 'terminal';
   /** Human-readable, never a password. */
   readonly message: string;
@@ -15,6 +19,7 @@ export interface ReconcileError {
 export interface ReconcileResult {
   /** Come back after this long even if nothing changes (the next rotation is due then). */
   readonly requeueAfterMillis?: number;
+  /** The failure, when the claim could not be reconciled. */
   readonly error?: ReconcileError;
 }
 

@@ -35,11 +35,20 @@ export type MasterPasswordSource =
 
 /** A named master connection to one PostgreSQL instance. */
 export interface FragmentKey {
+  /** The fragment key's name (its key in the config), matched against claims' `instanceLabel`. */
   readonly label: string;
+  /** The instance's host. */
   readonly host: string;
+  /** The instance's port (`port`, else the config's `defaultMasterPort`, else 5432). */
   readonly port: number;
+  /** The master user (`username`, else the config's `defaultMasterUsername`, else `postgres`). */
   readonly username: string;
+  /**
+   * sslmode of the master connections and of the published secrets (`sslMode`, else the
+   * config's `defaultSslMode`, else `disable`).
+   */
   readonly sslmode: SslModeSetting;
+  /** Where the master password is read from (at connection time, so a rotated one is picked up). */
   readonly password: MasterPasswordSource;
   /** Default deletion policy for claims matching this key. */
   readonly deletionPolicy: DeletionPolicy | undefined;
@@ -47,8 +56,11 @@ export interface FragmentKey {
 
 /** A validated reconciler config. */
 export interface ReconcilerConfig {
+  /** The config file, as given (relative paths in it are relative to it). */
   readonly file: string;
+  /** Password generation and rotation settings (`passwordConfig`). */
   readonly password: PasswordSettings;
+  /** The fragment keys by label. */
   readonly fragmentKeys: ReadonlyMap<string, FragmentKey>;
   /** Policy for claims and fragment keys that do not set one; default `Orphan`. */
   readonly defaultDeletionPolicy: DeletionPolicy;
@@ -58,9 +70,12 @@ export interface ReconcilerConfig {
 
 /** An invalid config; `problems` lists every finding (never a password). */
 export class ConfigError extends Error {
+  /** Always `ConfigError`. */
   override readonly name = 'ConfigError';
   constructor(
+    /** The config file. */
     readonly file: string,
+    /** Every error found (field paths and messages, never a value of a secret). */
     readonly problems: readonly Problem[],
   ) {
     super(
@@ -71,6 +86,7 @@ export class ConfigError extends Error {
 
 /** A master password that cannot be read; names the file, never the content. */
 export class MasterPasswordError extends Error {
+  /** Always `MasterPasswordError`. */
   override readonly name = 'MasterPasswordError';
 }
 

@@ -30,6 +30,7 @@ export type { ClaimOutcome, ClaimResult };
 
 /** Options of {@link Reconciler}. */
 export interface ReconcilerOptions {
+  /** The reconciler config (fragment keys, password settings). */
   readonly config: ReconcilerConfig;
   /** Secrets go to `<outputDir>/<namespace>/<secretName>/`, statuses beside them. */
   readonly outputDir: string;
@@ -89,6 +90,10 @@ export interface PassOptions {
 
 /** The result of a pass. */
 export interface PassResult {
+  /**
+   * One outcome per claim given, then one per gone claim (a status left without its claim)
+   * unless deletions were skipped.
+   */
   readonly outcomes: readonly ClaimOutcome[];
   /** True when deletions were skipped because the claim set was incomplete. */
   readonly deletionsSkipped: boolean;

@@ -13,6 +13,7 @@ import type { PasswordSettings } from './reconciler-config.js';
 
 /** Fresh credentials failed their login check; nothing was published. */
 export class VerificationError extends Error {
+  /** Always `VerificationError`. */
   override readonly name = 'VerificationError';
 }
 

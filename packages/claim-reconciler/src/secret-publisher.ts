@@ -29,11 +29,17 @@ export const SECRET_FILE_MODE = 0o600;
 
 /** The credentials a secret publishes. */
 export interface PublishedCredentials {
+  /** The host applications connect to. */
   readonly host: string;
+  /** The port applications connect to. */
   readonly port: number;
+  /** The claim's database. */
   readonly database: string;
+  /** The active login user (`<userName>_a` or `_b`). */
   readonly username: string;
+  /** The active user's password. A secret: never logged. */
   readonly password: string;
+  /** The sslmode applications connect with. */
   readonly sslmode: SslModeSetting;
 }
 
@@ -109,12 +115,14 @@ export class SecretPublisher implements SecretSink {
    * @param lockFile - the lock file that makes one writer at a time (see `folder-lock.ts`)
    */
   constructor(
+    /** The secret folder. */
     readonly directory: string,
     private readonly lockFile = `${directory}${LOCK_SUFFIX}`,
   ) {
     this.#writer = new AtomicSecretWriter(directory, { fileMode: SECRET_FILE_MODE });
   }
 
+  /** The secret folder (the same as {@link SecretPublisher.directory}). */
   get location(): string {
     return this.directory;
   }

@@ -25,6 +25,7 @@ const RESERVED_ROLE_NAMES = new Set([
 
 /** A name from a claim or config that cannot be used safely in SQL. */
 export class UnsafeIdentifierError extends Error {
+  /** Always `UnsafeIdentifierError`. */
   override readonly name = 'UnsafeIdentifierError';
   constructor(
     /** Which field held the name, e.g. `spec.userName`. */

@@ -8,18 +8,25 @@ import { instanceId } from './master-connection.js';
 export class UsageIndex {
   readonly #counts = new Map<string, number>();
 
+  /** Counts `binding` as one more user of its database and of its role set. */
   add(binding: Binding): void {
     for (const key of UsageIndex.keys(binding)) this.#counts.set(key, (this.#counts.get(key) ?? 0) + 1);
   }
 
+  /** Counts `binding` as one user less (e.g. the binding being cleaned up). */
   remove(binding: Binding): void {
     for (const key of UsageIndex.keys(binding)) this.#counts.set(key, (this.#counts.get(key) ?? 1) - 1);
   }
 
+  /** Whether a counted binding uses `binding`'s database on its instance. */
   databaseInUse(binding: Binding): boolean {
     return (this.#counts.get(UsageIndex.keys(binding)[0]) ?? 0) > 0;
   }
 
+  /**
+   * Whether a counted binding uses `binding`'s role set (`userName` and its `_a`/`_b` users)
+   * on its instance.
+   */
   rolesInUse(binding: Binding): boolean {
     return (this.#counts.get(UsageIndex.keys(binding)[1]) ?? 0) > 0;
   }

@@ -22,7 +22,9 @@ const MAX_PATH_LENGTH = 4096;
 
 /** One file of a payload: its content and, optionally, its own mode. */
 export interface SecretFile {
+  /** The file's content (a string is written as UTF-8). */
   data: string | Uint8Array;
+  /** The file's mode (e.g. `0o640`); defaults to the writer's `fileMode` (0o600 unless set). */
   mode?: number;
 }
 
@@ -88,6 +90,10 @@ export interface AtomicSecretWriterOptions {
  * time (the claim reconciler holds a per-claim lock).
  */
 export class AtomicSecretWriter {
+  /**
+   * The directory written, as given (it holds `..data`, the timestamped folders and the
+   * per-key symlinks).
+   */
   readonly targetDir: string;
   private readonly defaultMode: number;
   private readonly now: () => Date;

@@ -18,18 +18,31 @@ export const DEFAULT_PORT = 5432;
 
 /** One host of a (possibly multi-host) config. */
 export interface HostPort {
+  /** The host name, IP address, or Unix socket directory (a path starting with `/`). */
   readonly host: string;
+  /** The TCP port (for a socket directory, the port in the socket file's name). */
   readonly port: number;
 }
 
 /** What {@link ConnectionConfig.create} accepts. Give `hosts`, or `host` (+ `port`). */
 export interface ConnectionConfigInit {
+  /** The single host (ignored when `hosts` is given). */
   host?: string | undefined;
+  /**
+   * The port of `host`.
+   *
+   * @defaultValue 5432 ({@link DEFAULT_PORT})
+   */
   port?: number | undefined;
+  /** The host list, tried in order (libpq's multi-host `host=a,b`); an entry without a port gets 5432. */
   hosts?: ReadonlyArray<{ readonly host: string; readonly port?: number | undefined }> | undefined;
+  /** The role to log in as (required). */
   user: string;
+  /** The password; omit it for trust, peer or `.pgpass` authentication. A secret: never shown. */
   password?: string | undefined;
+  /** The database to connect to (libpq's `dbname`; required). */
   database: string;
+  /** libpq's sslmode; when absent, the driver's own TLS settings apply. */
   sslmode?: SslMode | undefined;
   /**
    * Other libpq parameters (non-secret): `application_name`, `connect_timeout`,
@@ -45,8 +58,17 @@ export type ConnectionConfigChanges = Partial<ConnectionConfigInit>;
 
 /** One problem found while validating; `key` is always a known key name. */
 export interface ConfigProblem {
+  /**
+   * `incomplete` when a required field is missing, `invalid-value` when a value is not
+   * acceptable (as in {@link SourceErrorCode}).
+   */
   readonly code: 'incomplete' | 'invalid-value';
+  /**
+   * The key the problem is about (`host`, `port`, `user`, `dbname`, `sslmode`, `params` ...);
+   * never a name read from content.
+   */
   readonly key: string;
+  /** What is wrong, in words written by hotload-core (never a value). */
   readonly problem: string;
 }
 
@@ -74,11 +96,23 @@ const MAX_VALUE_LENGTH = 64 * 1024;
  * when their fingerprints are.
  */
 export class ConnectionConfig {
+  /** The hosts, in the order libpq tries them (at least one; each with its port). */
   readonly hosts: readonly HostPort[];
+  /** The role to log in as. */
   readonly user: string;
+  /** The database to connect to. */
   readonly database: string;
+  /** libpq's sslmode, or `undefined` when the source named none. */
   readonly sslmode: SslMode | undefined;
+  /**
+   * The other (non-secret) libpq parameters, sorted by name: `application_name`,
+   * `connect_timeout`, `sslrootcert` ...
+   */
   readonly params: Readonly<Record<string, string>>;
+  /**
+   * HMAC-SHA256 (hex) of every field, secrets included, with a per-process random key: equal
+   * exactly when the configs are, within one process; safe to log.
+   */
   readonly fingerprint: string;
   readonly #password: string | undefined;
   readonly #secretParams: Readonly<Record<string, string>>;
@@ -226,6 +260,10 @@ export class ConnectionConfig {
     return `postgres://${auth}@${hosts}/${encodeURIComponent(this.database)}${query}`;
   }
 
+  /**
+   * `util.inspect` (and `console.log`) shows `ConnectionConfig <...>` with the
+   * {@link ConnectionConfig.toString} text: the password redacted.
+   */
   [inspect.custom](): string {
     return `ConnectionConfig <${this.toString()}>`;
   }

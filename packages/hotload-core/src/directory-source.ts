@@ -182,9 +182,13 @@ const missingHint = (key: 'host' | 'user' | 'dbname') =>
  * Every directory must exist.
  */
 export class MergedDirectoriesSource extends SnapshotSource implements ConnectionSource {
+  /** Always `merged-directories`. */
   readonly kind: SourceKind = 'merged-directories';
+  /** `merged-directories <dir> + <dir> ...` (absolute paths): secret-free, for logs and metric labels. */
   readonly description: string;
+  /** The directories themselves. */
   readonly watchPaths: readonly string[];
+  /** The directories' absolute paths, lowest precedence first. */
   readonly directories: readonly string[];
 
   constructor(directories: readonly string[]) {
@@ -195,6 +199,7 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
     this.description = `merged-directories ${this.directories.join(' + ')}`;
   }
 
+  /** Reads every directory (each through one `..data` snapshot) and validates the merged keys, now. */
   protected override async readNow(): Promise<SourceSnapshot> {
     const params: Record<string, string> = {};
     const origins: Record<string, string> = {};
@@ -227,9 +232,13 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
  * whitespace rules.
  */
 export class SecretDirectorySource extends SnapshotSource implements ConnectionSource {
+  /** Always `secret-directory`. */
   readonly kind: SourceKind = 'secret-directory';
+  /** `secret-directory <absolute path>`: secret-free, for logs and metric labels. */
   readonly description: string;
+  /** The directory itself. */
   readonly watchPaths: readonly string[];
+  /** The directory's absolute path. */
   readonly directory: string;
   readonly #merged: MergedDirectoriesSource;
 
@@ -241,6 +250,10 @@ export class SecretDirectorySource extends SnapshotSource implements ConnectionS
     this.#merged = new MergedDirectoriesSource([this.directory]);
   }
 
+  /**
+   * Reads the directory (through one `..data` snapshot when it is a Kubernetes volume) and
+   * validates it, now.
+   */
   protected override readNow(): Promise<SourceSnapshot> {
     return this.#merged.readSnapshot();
   }

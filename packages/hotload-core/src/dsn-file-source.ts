@@ -13,9 +13,13 @@ import type { ConnectionSource, SourceKind, SourceSnapshot } from './source.js';
  * deletion and re-creation and `..data` swaps are all seen.
  */
 export class DsnFileSource extends SnapshotSource implements ConnectionSource {
+  /** Always `dsn-file`. */
   readonly kind: SourceKind = 'dsn-file';
+  /** `dsn-file <absolute path>`: secret-free, for logs and metric labels. */
   readonly description: string;
+  /** The file's directory (so rename-over writes, re-creation and `..data` swaps are seen). */
   readonly watchPaths: readonly string[];
+  /** The DSN file's absolute path. */
   readonly file: string;
 
   constructor(file: string) {
@@ -25,6 +29,7 @@ export class DsnFileSource extends SnapshotSource implements ConnectionSource {
     this.description = `dsn-file ${this.file}`;
   }
 
+  /** Reads and parses the file now; `changedAt` is its mtime (milliseconds since the epoch). */
   protected override async readNow(): Promise<SourceSnapshot> {
     const source = this.description;
     const file = this.file;

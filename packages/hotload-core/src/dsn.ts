@@ -10,6 +10,10 @@ import { parse as parsePgConnectionString } from 'pg-connection-string';
 
 /** A parse failure: `problem` is safe to print (contains nothing from the input). */
 export interface DsnProblem {
+  /**
+   * What is wrong, e.g. `unterminated quoted value starting at offset 12`: offsets and fixed
+   * words, never input text.
+   */
   readonly problem: string;
 }
 

@@ -23,6 +23,7 @@ export type SourceErrorCode =
 
 /** The fields of a {@link SourceError}. */
 export interface SourceErrorInit {
+  /** What kind of problem it is. */
   code: SourceErrorCode;
   /** Short description of the source, e.g. `secret-dir /etc/db`. Never content. */
   source: string;
@@ -45,12 +46,19 @@ export interface SourceErrorInit {
  * It carries no `cause` for the same reason.
  */
 export class SourceError extends Error {
+  /** Always `SourceError` (what {@link isSourceError} checks, with `code`). */
   override readonly name = 'SourceError';
+  /** What kind of problem it is (see {@link SourceErrorCode}). */
   readonly code: SourceErrorCode;
+  /** Short, secret-free description of the source, e.g. `secret-directory /etc/db`. */
   readonly source: string;
+  /** The file the problem was found in, when there is one (a path, never content). */
   readonly file: string | undefined;
+  /** The key concerned (`host`, `port`, `password` ...), when known. */
   readonly key: string | undefined;
+  /** What is wrong, in words written by hotload-core: never file contents. */
   readonly problem: string;
+  /** The errno code (`ENOENT`, `EACCES` ...) of a file-system failure, else `undefined`. */
   readonly errno: string | undefined;
 
   constructor(init: SourceErrorInit) {
@@ -65,6 +73,7 @@ export class SourceError extends Error {
     this.errno = init.errno;
   }
 
+  /** Every field and the message, for structured logs (all secret-free by construction). */
   toJSON(): Record<string, unknown> {
     return {
       name: this.name,
@@ -78,6 +87,7 @@ export class SourceError extends Error {
     };
   }
 
+  /** `util.inspect` shows `SourceError(<message>)`. */
   [inspect.custom](): string {
     return `SourceError(${this.message})`;
   }

@@ -62,9 +62,13 @@ export const LIBPQ_ENV_VARS: Readonly<Record<string, string>> = {
  * In errors, `file` names the environment variable (`$PGPORT`) or the password file.
  */
 export class LibpqEnvironmentSource extends SnapshotSource implements ConnectionSource {
+  /** Always `libpq-env`. */
   readonly kind: SourceKind = 'libpq-env';
+  /** `libpq-env (passfile <path>)`: secret-free, for logs and metric labels. */
   readonly description: string;
+  /** The password file's directory (changes to the environment itself are not signalled). */
   readonly watchPaths: readonly string[];
+  /** The environment read (`process.env` unless the constructor was given another). */
   readonly env: NodeJS.ProcessEnv;
 
   constructor(env: NodeJS.ProcessEnv = process.env) {
@@ -82,6 +86,10 @@ export class LibpqEnvironmentSource extends SnapshotSource implements Connection
     return join(this.env.HOME || homedir(), '.pgpass');
   }
 
+  /**
+   * Reads the `PG*` variables of {@link LibpqEnvironmentSource.env} and, without `PGPASSWORD`,
+   * the password file, now.
+   */
   protected override async readNow(): Promise<SourceSnapshot> {
     const source = this.description;
     const params: Record<string, string> = {};

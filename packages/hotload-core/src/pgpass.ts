@@ -5,9 +5,13 @@
  * matching line wins. A host that is empty or a Unix socket directory matches `localhost`.
  */
 export interface PgpassQuery {
+  /** The host to match (an empty host or a Unix socket directory matches `localhost`, as in libpq). */
   readonly host: string;
+  /** The port to match. */
   readonly port: number;
+  /** The database to match. */
   readonly database: string;
+  /** The role to match. */
   readonly user: string;
 }
 

@@ -10,7 +10,9 @@ export function redactIfPresent(value: string | undefined): string | undefined {
 export class RedactedError extends Error {
   constructor(
     message: string,
+    /** The original error's `name`. */
     override readonly name: string,
+    /** The original error's `code` (a SQLSTATE, an errno ...), when it had a string one. */
     readonly code: string | undefined,
   ) {
     super(message);

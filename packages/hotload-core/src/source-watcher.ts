@@ -94,7 +94,12 @@ function millisOption(name: string, value: number | undefined, fallback: number)
  * emits nothing.
  */
 export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
+  /** The source this watcher reads. */
   readonly source: ConnectionSource;
+  /**
+   * Milliseconds from the first file event of a burst to the re-read
+   * (see {@link SourceWatcherOptions.debounceMillis}; default 0).
+   */
   readonly debounceMillis: number;
   /** How file changes are noticed (see {@link SourceWatcherOptions.watchMode}). */
   readonly watchMode: WatchMode;

@@ -8,6 +8,7 @@ export type SourceKind = 'secret-directory' | 'dsn-file' | 'merged-directories' 
  * every `read()` reads everything again. The watcher decides when to call it.
  */
 export interface ConnectionSource {
+  /** Which kind of source this is (for logs and metric labels). */
   readonly kind: SourceKind;
   /** Human-readable, secret-free description (paths), for logs and metric labels. */
   readonly description: string;
@@ -24,6 +25,7 @@ export interface ConnectionSource {
 
 /** A config and the time its content last changed. */
 export interface SourceSnapshot {
+  /** The validated config read. */
   readonly config: ConnectionConfig;
   /**
    * ms since epoch: the newest mtime among the files read, and for a kubelet volume of its

@@ -11,6 +11,10 @@ export type GenericPoolOptions = genericPool.Options;
  * clients in use (for the drain deadline) and drains once.
  */
 export class Generation<Client> {
+  /**
+   * The generation's generic-pool. A failed `create` is held in it as a `FailedCreate`
+   * placeholder (see {@link Generation.acquire}), so use `acquire`/`release` rather than the pool's own.
+   */
   readonly pool: genericPool.Pool<Client | FailedCreate>;
   /** Clients checked out and not yet given back. */
   readonly borrowed = new Set<Client>();
@@ -19,6 +23,7 @@ export class Generation<Client> {
   #drained: Promise<void> | undefined;
 
   constructor(
+    /** The generation's number, as the lifecycle's events and logs give it. */
     readonly id: number,
     factory: ClientFactory<Client>,
     config: ConnectionConfig,

@@ -9,11 +9,13 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
     private readonly options: GenericPoolOptions,
   ) {}
 
+  /** Builds a generation's generic-pool for `config` on `host`, with `min: 0` (verify opens the first client). */
   build(config: ConnectionConfig, host: HostPort, id: number): Generation<Client> {
     // generic-pool keeps no minimum of connections in a candidate: verify opens the first.
     return new Generation(id, this.factory, config, host, { ...this.options, min: 0 });
   }
 
+  /** Verifies `candidate` on one client checked out of its pool, given back (destroyed after a failure) on release. */
   async connect(candidate: Generation<Client>): Promise<VerifySession<Client>> {
     // No race with `signal` needed: the manager stops waiting on abort and discards the
     // candidate, whose `create` then gives up.
@@ -25,26 +27,35 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
     };
   }
 
+  /** Nothing to do: each generation has its own pool, and the lifecycle hands out from the serving one. */
   promote(): void {}
 
+  /** Closes the generation's idle clients at once and the others as they come back ({@link Generation.drain}). */
   drain(generation: Generation<Client>): Promise<void> {
     return generation.drain();
   }
 
+  /** The generation's clients checked out and not yet given back. */
   inUse(generation: Generation<Client>): readonly Client[] {
     return [...generation.borrowed];
   }
 
+  /**
+   * Calls the factory's `forceClose` (if it has one) on `client`, then destroys it in its
+   * pool: the client is gone for the pool whenever its holder gives it back.
+   */
   forceClose(generation: Generation<Client>, client: Client, error: Error): void {
     if (this.factory.forceClose) this.factory.forceClose(client, error);
     // The client is gone for the pool now, whenever its holder gives it back.
     void generation.release(client, error);
   }
 
+  /** Closes a candidate never promoted; clients still connecting give up ({@link Generation.discard}). */
   discard(candidate: Generation<Client>): Promise<void> {
     return candidate.discard();
   }
 
+  /** The generation's pool size: clients open or being created (generic-pool's `pool.size`). */
   count(generation: Generation<Client>): number {
     return generation.pool.size;
   }

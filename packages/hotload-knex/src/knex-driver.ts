@@ -15,6 +15,7 @@ import { destroyIdleResources, idleTimeoutOf } from './tarn-idle-eviction.js';
 
 /** The verify connection the `prepare` hook gets: a `pg.Client` (typed by what it offers, so pg's types are not required). */
 export interface PgProbeClient {
+  /** Runs `sql` on the verify connection (pg's `client.query`) and resolves to its result rows. */
   query(sql: string): Promise<{ rows: Array<Record<string, unknown>> }>;
 }
 

@@ -11,7 +11,9 @@ import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
 
 /** One generation: one `postgres()` instance. */
 export interface PostgresGeneration {
+  /** The generation's number, as the lifecycle's events and logs give it. */
   readonly id: number;
+  /** The generation's `postgres()` instance, built with the config's connection fields on one host. */
   readonly sql: postgres.Sql;
   /** Set once its drain (`sql.end({ timeout })`) started. */
   ending: Promise<void> | undefined;
@@ -37,12 +39,18 @@ export class PostgresJsDriver
     private readonly drainTimeoutMillis: number,
   ) {}
 
+  /**
+   * Builds a `postgres()` instance for `config` on `host` (not connected yet: postgres.js
+   * connects lazily). It starts with the serving generation's `options.parsers` and
+   * `options.serializers`, so a switch keeps how values are read and written.
+   */
   build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
     const sql = postgres(toPostgresOptions(this.options, config, host));
     carryTypeHandlers(this.#serving?.sql, sql);
     return { id, sql, ending: undefined };
   }
 
+  /** Verifies `candidate` on one reserved connection (`sql.reserve()`), released afterwards. */
   async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
     const reserved = await candidate.sql.reserve();
     return {
@@ -52,15 +60,21 @@ export class PostgresJsDriver
     };
   }
 
+  /** Makes `candidate` the serving generation (the one later generations take their type handlers from). */
   promote(candidate: PostgresGeneration): void {
     this.#serving = candidate;
   }
 
+  /**
+   * Starts `sql.end({ timeout })` with the drain timeout (converted from milliseconds to
+   * postgres.js's seconds), once: a second call returns the same promise.
+   */
   drain(generation: PostgresGeneration): Promise<void> {
     generation.ending ??= generation.sql.end({ timeout: this.drainTimeoutMillis / 1000 });
     return generation.ending;
   }
 
+  /** The generation itself: postgres.js does not expose its connections, so it stands for them. */
   inUse(generation: PostgresGeneration): readonly PostgresGeneration[] {
     return [generation];
   }
@@ -77,6 +91,7 @@ export class PostgresJsDriver
     state.running.clear();
   }
 
+  /** Ends a candidate never promoted at once (`sql.end({ timeout: 0 })`). */
   async discard(candidate: PostgresGeneration): Promise<void> {
     candidate.ending ??= candidate.sql.end({ timeout: 0 });
     await candidate.ending;

@@ -8,8 +8,14 @@ import { isNotFound, type KubeClients } from './kube-clients.js';
 
 /** The claim a write is for: name and the uid it had when the reconcile started. */
 export interface ClaimRef {
+  /** The claim's namespace. */
   readonly namespace: string;
+  /** The claim's name. */
   readonly name: string;
+  /**
+   * The claim's uid when the reconcile started: a claim since replaced by another object of
+   * the same name is not written to.
+   */
   readonly uid: string;
 }
 

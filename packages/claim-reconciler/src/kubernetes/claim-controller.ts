@@ -26,7 +26,9 @@ import { type BackoffSettings, type WorkOutcome, WorkQueue } from './work-queue.
 
 /** Options of {@link ClaimController}. */
 export interface ClaimControllerOptions {
+  /** The API clients of the cluster to watch and write to. */
   readonly clients: KubeClients;
+  /** What reconciles (and finalizes) one claim, e.g. a {@link KubeClaimReconciler}. */
   readonly reconciler: ClaimReconcilePort;
   /** Namespaces to watch; empty: all. */
   readonly namespaces?: readonly string[];
@@ -38,14 +40,22 @@ export interface ClaimControllerOptions {
   readonly backoff?: BackoffSettings;
   /** Delay before restarting a failed watch (doubles up to 30 s); default 500 ms. */
   readonly watchRestartMillis?: number;
+  /** A pino-compatible logger for failed reconciles and watches (warn level). Default: silent. */
   readonly logger?: HotloadLogger;
+  /** Clock for condition and Secret publish times. Default: `new Date()`. */
   readonly now?: () => Date;
 }
 
 /** What one reconcile of a key did (emitted as `reconciled`, for tests and metrics). */
 export interface KeyReconciled {
+  /** The claim's `namespace/name`. */
   readonly key: string;
+  /**
+   * What happened: a {@link ClaimResult}, or `invalid` (the spec does not validate),
+   * `finalized` (deleted and the finalizer removed), `gone` (the claim no longer exists).
+   */
   readonly outcome: ClaimReconcile['outcome']['result'] | 'invalid' | 'finalized' | 'gone';
+  /** The error message, when the reconcile failed. */
   readonly error?: string;
 }
 
@@ -99,7 +109,7 @@ export class ClaimController extends EventEmitter {
     return this.#running !== undefined;
   }
 
-  /** Reconciles `key` again soon (e.g. after the config changed). */
+  /** Reconciles every known claim again soon (e.g. after the config changed). */
   enqueueAll(): void {
     for (const resource of this.#informer.list()) this.#queue.add(resourceKey(resource.metadata));
   }

@@ -18,11 +18,20 @@ export const CLAIM_FINALIZER = 'persistance.atlas.infoblox.com/hotload-claim-rec
 
 /** A standard Kubernetes condition (`metav1.Condition`). */
 export interface ClaimCondition {
+  /**
+   * `Synced`: the last reconcile of this generation went through; `Ready`: a Secret with
+   * verified credentials is published.
+   */
   readonly type: 'Ready' | 'Synced';
+  /** Whether the condition holds. */
   readonly status: 'True' | 'False' | 'Unknown';
+  /** A CamelCase reason, e.g. `Reconciled`, `SecretPublished`, `InvalidSpec`, `ReconcileError`. */
   readonly reason: string;
+  /** Human-readable details (never a password). */
   readonly message: string;
+  /** ISO time the status last changed (kept while the status stays the same). */
   readonly lastTransitionTime: string;
+  /** The claim's `metadata.generation` the condition describes. */
   readonly observedGeneration?: number;
 }
 
@@ -56,10 +65,15 @@ export interface ClaimMetadata {
 
 /** A DatabaseClaim object as the API returns it. */
 export interface ClaimResource {
+  /** `persistance.atlas.infoblox.com/v1` ({@link CLAIM_API_VERSION}). */
   apiVersion: string;
+  /** `DatabaseClaim` ({@link CLAIM_KIND}). */
   kind: string;
+  /** The object's metadata (name, namespace, uid, generation, finalizers ...). */
   metadata: ClaimMetadata;
+  /** The claim's spec, unvalidated ({@link claimFromResource} validates it). */
   spec: Record<string, unknown>;
+  /** The status subresource the controller writes. */
   status?: ClaimResourceStatus;
 }
 

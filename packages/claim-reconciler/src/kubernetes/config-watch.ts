@@ -17,6 +17,7 @@ import { ConfigError, parseReconcilerConfig, type ReconcilerConfig } from '../re
 export interface ConfigWatch {
   /** The config in force (the last valid one). */
   readonly current: ReconcilerConfig;
+  /** Stops watching the config file. */
   close(): Promise<void>;
 }
 

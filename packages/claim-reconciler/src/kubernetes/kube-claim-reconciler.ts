@@ -22,9 +22,13 @@ import type { ClaimIdentity, ClaimReconcilePort } from './reconcile-port.js';
 
 /** Options of {@link KubeClaimReconciler}. */
 export interface KubeClaimReconcilerOptions {
+  /** The reconciler config to start with (replace it with {@link KubeClaimReconciler.setConfig}). */
   readonly config: ReconcilerConfig;
+  /** Clock (password ages and status times). Default: `new Date()`. */
   readonly now?: () => Date;
+  /** Announced before every state-changing step (crash tests, dry runs). */
   readonly onStep?: StepHook;
+  /** Where to count provisioning, rotations and errors; none when absent. */
   readonly metrics?: ReconcilerMetrics;
   /** Master connections per instance; default 4. */
   readonly maxConnectionsPerInstance?: number;
@@ -50,6 +54,7 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
     this.#connections = new MasterConnections(options.maxConnectionsPerInstance ?? 4);
   }
 
+  /** {@inheritDoc ClaimReconcilePort.publisherId} */
   get publisherId(): string {
     return this.#options.publisherId ?? DEFAULT_PUBLISHER_ID;
   }
@@ -59,6 +64,7 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
     this.#options = { ...this.#options, config };
   }
 
+  /** {@inheritDoc ClaimReconcilePort.reconcile} */
   async reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile> {
     const statuses = await ports.statuses.list();
     const binding = desiredBinding(this.#options.config, claim);
@@ -86,6 +92,7 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
     return reconcileClaim(context, claim, false);
   }
 
+  /** {@inheritDoc ClaimReconcilePort.finalize} */
   async finalize(claim: ClaimIdentity, ports: ClaimPorts): Promise<ClaimReconcile> {
     const statuses = await ports.statuses.list();
     const own = await ports.statuses.read(claim.namespace, claim.secretName);

@@ -12,9 +12,13 @@ import {
 
 /** The typed API groups of one cluster connection. */
 export interface KubeClients {
+  /** The KubeConfig the clients were made from. */
   readonly config: KubeConfig;
+  /** The core API (Secrets, Events). */
   readonly core: CoreV1Api;
+  /** The custom objects API (DatabaseClaims and their status). */
   readonly custom: CustomObjectsApi;
+  /** The coordination API (the leader election Lease). */
   readonly coordination: CoordinationV1Api;
 }
 

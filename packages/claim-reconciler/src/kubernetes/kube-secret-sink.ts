@@ -29,6 +29,7 @@ export interface SecretOwner {
 
 /** A Secret named by a claim that belongs to someone else: never overwritten. */
 export class SecretOwnershipError extends Error {
+  /** Always `SecretOwnershipError`. */
   override readonly name = 'SecretOwnershipError';
 }
 
@@ -47,15 +48,24 @@ export class KubeSecretSink implements SecretSink {
     this.#now = now;
   }
 
+  /** `Secret <namespace>/<secretName>`. */
   get location(): string {
     return `Secret ${this.#owner.namespace}/${this.#owner.secretName}`;
   }
 
+  /**
+   * What the Secret holds now; undefined when there is none, it is incomplete, or the claim
+   * does not own it.
+   */
   async read(): Promise<PublishedCredentials | undefined> {
     const data = await this.#ownData();
     return data && credentialsFromSecret((key) => data[key]);
   }
 
+  /**
+   * When the current content was published (the {@link PUBLISHED_AT_ANNOTATION} annotation),
+   * or undefined.
+   */
   async publishedAt(): Promise<Date | undefined> {
     const secret = await this.#get();
     const at =
@@ -63,12 +73,20 @@ export class KubeSecretSink implements SecretSink {
     return at ? new Date(at) : undefined;
   }
 
+  /** {@inheritDoc SecretSink.differs} */
   async differs(credentials: PublishedCredentials, dsnName: string): Promise<boolean> {
     const data = await this.#ownData();
     if (!data) return true;
     return secretDiffers((key) => data[key], Object.keys(data).length, secretFiles(credentials, dsnName));
   }
 
+  /**
+   * Creates the Secret (owned by the claim), or updates it in place when its content
+   * differs, retrying on a write conflict (409, up to 5 attempts). Resolves whether it changed.
+   *
+   * @throws {@link SecretOwnershipError} when the Secret exists and the claim does not own
+   * it (it is left untouched)
+   */
   async publish(
     credentials: PublishedCredentials,
     dsnName: string,
@@ -121,6 +139,7 @@ export class KubeSecretSink implements SecretSink {
     return [];
   }
 
+  /** Nothing to sweep (see {@link KubeSecretSink.stale}). */
   async sweep(): Promise<void> {}
 
   /**
@@ -131,6 +150,7 @@ export class KubeSecretSink implements SecretSink {
     return work();
   }
 
+  /** Deletes the Secret, if it exists and is owned by the claim (someone else's is left alone). */
   async remove(): Promise<void> {
     const current = await this.#get();
     if (!current || !this.#owns(current)) return;

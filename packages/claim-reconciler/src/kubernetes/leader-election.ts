@@ -13,7 +13,9 @@ import { isConflict, isNotFound, type KubeClients } from './kube-clients.js';
 
 /** Options of {@link LeaderElector}. */
 export interface LeaderElectionOptions {
+  /** The namespace of the Lease. */
   readonly namespace: string;
+  /** The name of the Lease the replicas compete for. */
   readonly leaseName: string;
   /** This replica's identity (the pod name). */
   readonly identity: string;

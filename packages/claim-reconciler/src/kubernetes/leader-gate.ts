@@ -8,6 +8,7 @@ import type { LeaderElector } from './leader-election.js';
 
 /** A running gate; `stop()` stops campaigning (releasing the Lease) and the controller. */
 export interface LeaderGate {
+  /** Stops the controller, then campaigning (releasing the Lease); resolves once both stopped. */
   stop(): Promise<void>;
 }
 

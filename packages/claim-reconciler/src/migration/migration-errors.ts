@@ -8,10 +8,12 @@
 
 /** The migration cannot move this database as it is; nothing was moved. */
 export class MigrationRefusedError extends Error {
+  /** Always `MigrationRefusedError`. */
   override readonly name = 'MigrationRefusedError';
 }
 
 /** The logical replication stream failed to apply a change on the target. */
 export class ReplicationConflictError extends Error {
+  /** Always `ReplicationConflictError`. */
   override readonly name = 'ReplicationConflictError';
 }

@@ -33,20 +33,27 @@ export const MIGRATION_PHASES: readonly MigrationPhase[] = [
 
 /** One migration, as persisted in the status file. */
 export interface MigrationState {
+  /** The phase the migration is in (see {@link MIGRATION_PHASES}). */
   readonly migrating: MigrationPhase;
+  /** Where the database was: the application stays there until the cutover. */
   readonly source: Binding;
+  /** Where the database moves to. */
   readonly target: Binding;
   /** Name of the publication, slot, subscription and replication login. */
   readonly replicationName: string;
+  /** ISO time the migration started. */
   readonly startedAt: string;
   /** The claim asked for a manual (canary) cutover when the migration started or since. */
   readonly manualCutover: boolean;
   /** Qualified names of the replicated tables (from the schema copy). */
   readonly tables: readonly string[];
+  /** How many of {@link MigrationState.tables} are copied and now streamed (subscription state `r`). */
   readonly tablesReady: number;
   /** Rows on the target once the initial copy finished (exact count). */
   readonly rowsCopied: number | null;
+  /** Bytes of source WAL the target has not confirmed at the last reading; null before known. */
   readonly lagBytes: number | null;
+  /** Seconds since the target last confirmed a position, when it is behind (else 0); null before known. */
   readonly lagSeconds: number | null;
   /** Name of the canary secret while it is published. */
   readonly canarySecret: string | null;
@@ -68,6 +75,7 @@ export interface MigrationState {
   readonly synchronousApply: 'held' | 'released-after-apply-errors' | SynchronousApplyUnavailable | null;
   /** Source sessions terminated after the drain grace period. */
   readonly sessionsTerminated: number | null;
+  /** ISO time the migration finished (`done`); null until then. */
   readonly completedAt: string | null;
   /** Why the migration is stopped (refusal or last error), null while it progresses. */
   readonly error: string | null;

@@ -43,6 +43,7 @@ export interface HotloadChangeMessage {
 
 /** Published on `hotload:source-error`. */
 export interface HotloadSourceErrorMessage {
+  /** The source's description (paths only). */
   readonly source: string;
   /** Secret-free by construction (see `SourceError`). */
   readonly error: SourceError;
@@ -66,9 +67,11 @@ export interface HotloadVerifyMessage {
 
 /** Published on `hotload:switch`. */
 export interface HotloadSwitchMessage {
+  /** The pool's name (`hotload.name`) or its source's description. */
   readonly source: string;
   /** The generation that served until now (undefined for the first one). */
   readonly fromGeneration: number | undefined;
+  /** The generation that serves from now on. */
   readonly toGeneration: number;
   /** ms since epoch: when the source files changed, when known. */
   readonly changedAt: number | undefined;
@@ -78,7 +81,9 @@ export interface HotloadSwitchMessage {
 
 /** Published on `hotload:drained`. */
 export interface HotloadDrainedMessage {
+  /** The pool's name (`hotload.name`) or its source's description. */
   readonly source: string;
+  /** The retired generation that drained. */
   readonly generation: number;
   /** From the switch away from it to its last connection closed, when known. */
   readonly drainMillis: number | undefined;
@@ -88,7 +93,9 @@ export interface HotloadDrainedMessage {
 
 /** Published on `hotload:force-closed`. */
 export interface HotloadForceClosedMessage {
+  /** The pool's name (`hotload.name`) or its source's description. */
   readonly source: string;
+  /** The retired generation whose connections were closed. */
   readonly generation: number;
   /** Connections closed under their holders. */
   readonly connections: number;
@@ -96,11 +103,17 @@ export interface HotloadForceClosedMessage {
 
 /** Channel name → message type, for {@link publishDiagnostic}. */
 export interface HotloadChannelMessages {
+  /** A watched source changed for real. */
   'hotload:change': HotloadChangeMessage;
+  /** A watched source became invalid or unreadable. */
   'hotload:source-error': HotloadSourceErrorMessage;
+  /** A verify attempt succeeded or failed. */
   'hotload:verify': HotloadVerifyMessage;
+  /** New work moved to a new generation. */
   'hotload:switch': HotloadSwitchMessage;
+  /** A retired generation closed its last connection. */
   'hotload:drained': HotloadDrainedMessage;
+  /** A retired generation's connections in use hit the drain timeout. */
   'hotload:force-closed': HotloadForceClosedMessage;
 }
 

@@ -2,9 +2,13 @@ import type { SourceError } from '../errors.js';
 
 /** Where a generation connects: never the password. */
 export interface GenerationTarget {
+  /** The host the generation connects to (the one chosen from the config's host list). */
   readonly host: string;
+  /** That host's port. */
   readonly port: number;
+  /** The database it connects to. */
   readonly database: string;
+  /** The role it logs in as. */
   readonly user: string;
 }
 
@@ -42,6 +46,7 @@ export interface VerifyFailedEvent extends GenerationTarget {
 
 /** Emitted when a retired generation has closed its last connection. */
 export interface DrainedEvent {
+  /** The retired generation that drained. */
   readonly generation: number;
   /** From the switch away from it to its last connection closed. */
   readonly drainMillis: number;
@@ -51,22 +56,30 @@ export interface DrainedEvent {
 
 /** Emitted when `drainTimeoutMillis` ran out and connections in use were closed under their holders. */
 export interface ForceClosedEvent {
+  /** The retired generation whose connections were closed. */
   readonly generation: number;
   /** How many connections were closed. */
   readonly connections: number;
+  /** The drain timeout that ran out, in milliseconds. */
   readonly drainTimeoutMillis: number;
 }
 
 /** Emitted when the source cannot be read or is invalid; the current generation keeps serving. */
 export interface SourceErrorEvent {
+  /** What is wrong with the source (secret-free by construction). */
   readonly error: SourceError;
 }
 
 /** The one event map of the generation lifecycle, whatever the driver. Payloads never contain a password. */
 export interface LifecycleEvents {
+  /** New work moved to a freshly verified generation. */
   switch: [event: SwitchEvent];
+  /** A candidate generation failed verification; the current one keeps serving and the attempt is retried. */
   verifyFailed: [event: VerifyFailedEvent];
+  /** A retired generation closed its last connection. */
   drained: [event: DrainedEvent];
+  /** A retired generation's connections still in use at the drain timeout were closed under their holders. */
   forceClosed: [event: ForceClosedEvent];
+  /** The source could not be read or is invalid; the current generation keeps serving. */
   sourceError: [event: SourceErrorEvent];
 }

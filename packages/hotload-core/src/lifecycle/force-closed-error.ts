@@ -4,12 +4,15 @@
  * never a credential.
  */
 export class ForceClosedError extends Error {
+  /** Always `ForceClosedError`. */
   override readonly name = 'ForceClosedError';
   /** Stable code, for `err.code` checks like pg's own errors. */
   readonly code = 'HOTLOAD_FORCE_CLOSED';
 
   constructor(
+    /** The generation the connection belonged to. */
     readonly generation: number,
+    /** The drain timeout that ran out, in milliseconds. */
     readonly drainTimeoutMillis: number,
   ) {
     super(

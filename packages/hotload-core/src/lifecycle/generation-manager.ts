@@ -66,7 +66,16 @@ export class GenerationManager<Generation, Client, Connection = Client>
   extends EventEmitter<LifecycleEvents>
   implements ObservableLifecycle
 {
+  /**
+   * The watcher of `options.source`, with `options.watcher`'s settings. Unless those say
+   * otherwise it is not persistent (it never keeps the process alive on its own); it always
+   * keeps watching after a failed first read.
+   */
   readonly sourceWatcher: SourceWatcher;
+  /**
+   * The name in metric labels, diagnostics messages and log lines: `options.name`, else the
+   * source's description.
+   */
   readonly name: string;
   readonly #driver: GenerationDriver<Generation, Client, Connection>;
   readonly #options: ResolvedLifecycleOptions;
@@ -146,7 +155,7 @@ export class GenerationManager<Generation, Client, Connection = Client>
     return this.#closed;
   }
 
-  /** Connections of the serving generation, and of all others (retiring, or being verified). */
+  /** Open connections of the serving generation, and of the retired generations still draining. */
   get connectionCounts(): ConnectionCounts {
     let retiring = 0;
     for (const generation of this.#retiring.keys()) retiring += this.#driver.count(generation.handle);

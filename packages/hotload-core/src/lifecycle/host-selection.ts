@@ -13,6 +13,7 @@ export function isMultiHost(config: ConnectionConfig): boolean {
 
 /** A candidate's host is read-only while `target_session_attrs` asks for a writable one. */
 export class ReadOnlyHostError extends Error {
+  /** Always `ReadOnlyHostError`. */
   override readonly name = 'ReadOnlyHostError';
   constructor(host: string, port: number) {
     super(`${host}:${port} is read-only (target_session_attrs=read-write)`);

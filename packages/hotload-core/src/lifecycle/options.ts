@@ -62,10 +62,18 @@ export interface LifecycleOptions<Client = unknown> {
 
 /** The timing part of {@link LifecycleOptions}, every default applied. */
 export interface ResolvedLifecycleOptions {
+  /** Milliseconds a retired generation's connections in use may finish before being force-closed. */
   readonly drainTimeoutMillis: number;
+  /** Milliseconds one verify attempt may take before it fails. */
   readonly verifyTimeoutMillis: number;
+  /** First delay, in milliseconds, between verify attempts of a failing config. */
   readonly verifyRetryInitialMillis: number;
+  /** Cap, in milliseconds, of the (exponential, jittered) delay between verify attempts. */
   readonly verifyRetryMaxMillis: number;
+  /**
+   * Milliseconds a connection refused for its credentials may wait for the generation of a new
+   * secret (0: fail at once).
+   */
   readonly credentialWaitMillis: number;
 }
 

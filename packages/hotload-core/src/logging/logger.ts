@@ -4,9 +4,13 @@
  * works too. Libraries log nothing unless given one.
  */
 export interface HotloadLogger {
+  /** Logs at debug level: `obj`'s fields, then `msg`. */
   debug(obj: object, msg?: string): void;
+  /** Logs at info level (hotload: a source change, a switch, a drained generation). */
   info(obj: object, msg?: string): void;
+  /** Logs at warn level (hotload: an invalid source, a failed verify, a force-close). */
   warn(obj: object, msg?: string): void;
+  /** Logs at error level. */
   error(obj: object, msg?: string): void;
 }
 
@@ -22,8 +26,11 @@ export const silentLogger: HotloadLogger = Object.freeze({
 
 /** A secret-free, plain-object view of an error for a log line (pino's `err` field shape). */
 export interface LoggedError {
+  /** The error's `name` (`Error`, `SourceError`, `ForceClosedError` ...). */
   readonly type: string;
+  /** The error's message (already secret-free: see {@link loggedError}). */
   readonly message: string;
+  /** The error's `code` (a SQLSTATE, an errno, `HOTLOAD_FORCE_CLOSED` ...), when it has a string one. */
   readonly code?: string;
 }
 

@@ -48,7 +48,12 @@ export interface HotloadMetricsOptions {
 
 /** Open connections of one instrumented pool, read when the registry is scraped. */
 export interface ConnectionCounts {
+  /** Open connections of the serving generation. */
   readonly current: number;
+  /**
+   * Open connections of the retired generations still draining (candidates being verified are
+   * not counted).
+   */
   readonly retiring: number;
 }
 

@@ -17,19 +17,25 @@ export interface PromMetric {
 
 /** A prom-client `Counter`, as hotload uses it. */
 export interface PromCounter extends PromMetric {
+  /** Adds `value` (default 1) to the series without labels. */
   inc(value?: number): void;
+  /** Adds `value` (default 1) to the series of `labels`. */
   inc(labels: PromLabelValues, value?: number): void;
 }
 
 /** A prom-client `Gauge`, as hotload uses it. */
 export interface PromGauge extends PromMetric {
+  /** Sets the series without labels to `value`. */
   set(value: number): void;
+  /** Sets the series of `labels` to `value`. */
   set(labels: PromLabelValues, value: number): void;
 }
 
 /** A prom-client `Histogram`, as hotload uses it. */
 export interface PromHistogram extends PromMetric {
+  /** Records one observation in the series without labels. */
   observe(value: number): void;
+  /** Records one observation in the series of `labels`. */
   observe(labels: PromLabelValues, value: number): void;
   /** Creates the series of `labels` with every bucket at 0. */
   zero(labels: PromLabelValues): void;
@@ -53,10 +59,15 @@ export interface PromRegistry {
  * {@link PromRegistry.registerMetric} after construction.
  */
 export interface PromMetricConfiguration<M> {
+  /** The metric's name (see {@link HOTLOAD_METRIC_NAMES}). */
   name: string;
+  /** The metric's help text. */
   help: string;
+  /** The names of the metric's labels. */
   labelNames?: readonly string[];
+  /** Always empty: hotload registers with {@link PromRegistry.registerMetric} instead. */
   registers?: never[];
+  /** A histogram's bucket upper bounds (hotload's are in seconds). */
   buckets?: number[];
   /** Called at every scrape, with the metric as `this`. */
   collect?: (this: M) => void;
@@ -64,9 +75,18 @@ export interface PromMetricConfiguration<M> {
 
 /** The parts of the `prom-client` module hotload uses (`import * as promClient from 'prom-client'`). */
 export interface PromClientModule {
-  readonly Counter: new (configuration: PromMetricConfiguration<PromCounter>) => PromCounter;
-  readonly Gauge: new (configuration: PromMetricConfiguration<PromGauge>) => PromGauge;
-  readonly Histogram: new (configuration: PromMetricConfiguration<PromHistogram>) => PromHistogram;
+  /** prom-client's `Counter` class. */
+  readonly Counter: new (
+    configuration: PromMetricConfiguration<PromCounter>,
+  ) => PromCounter;
+  /** prom-client's `Gauge` class. */
+  readonly Gauge: new (
+    configuration: PromMetricConfiguration<PromGauge>,
+  ) => PromGauge;
+  /** prom-client's `Histogram` class. */
+  readonly Histogram: new (
+    configuration: PromMetricConfiguration<PromHistogram>,
+  ) => PromHistogram;
   /** prom-client's default registry. */
   readonly register: PromRegistry;
 }

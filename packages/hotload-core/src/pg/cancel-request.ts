@@ -1,5 +1,6 @@
 /** The part of the pg module a cancel request needs: its wire-protocol `Connection`. */
 export interface PgWireModule {
+  /** pg's wire-protocol `Connection` class (`pg.Connection`): a cancel request is sent on a new one. */
   Connection: new () => PgWireConnection;
 }
 
@@ -11,9 +12,13 @@ interface PgWireConnection {
 
 /** Where a pg client's backend runs and its cancel key (pg's `Client` has these fields). */
 export interface CancelTarget {
+  /** The host of the client's backend (pg's `client.host`). */
   host?: string;
+  /** The port of the client's backend (pg's `client.port`). */
   port?: number;
+  /** The backend's process id (pg's `client.processID`); without it no cancel request is sent. */
   processID?: number | null;
+  /** The backend's cancel key (pg's `client.secretKey`); without it no cancel request is sent. */
   secretKey?: number | null;
 }
 

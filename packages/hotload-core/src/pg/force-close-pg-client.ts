@@ -2,8 +2,14 @@ import { type CancelTarget, type PgWireModule, sendCancelRequest } from './cance
 
 /** The parts of a `pg.Client` a force-close touches (structural: hotload-core does not load pg). */
 export interface ForceClosablePgClient extends CancelTarget {
+  /** The client's wire connection; its socket is destroyed with the force-close error. */
   readonly connection: { readonly stream: { destroy(error?: Error): void } };
+  /**
+   * pg's `client.on('error')`: the force-close adds a listener that absorbs the error pg emits
+   * when the socket dies.
+   */
   on(event: 'error', listener: (error: Error) => void): unknown;
+  /** pg's `client.once('end')`: the force-close runs `onClosed` on it. */
   once(event: 'end', listener: () => void): unknown;
 }
 

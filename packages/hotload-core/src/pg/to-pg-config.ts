@@ -10,10 +10,13 @@ import { SourceError } from '../errors.js';
 export interface PgConnectionFields {
   /** The first host (used when no `host` is given to the mapping). */
   readonly host: string;
+  /** The port of {@link PgConnectionFields.host}. */
   readonly port: number;
+  /** The role to log in as. */
   readonly user: string;
   /** Read only here; never copied into anything enumerable. */
   readonly password: string | undefined;
+  /** The database to connect to. */
   readonly database: string;
   /** libpq sslmode. */
   readonly sslmode: string | undefined;
