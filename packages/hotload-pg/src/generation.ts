@@ -19,6 +19,8 @@ type PgRelease = (err?: Error | boolean) => void;
 // checked-out clients would churn its hash table.
 const pgReleaseOf = Symbol('hotload-pg.pgRelease');
 type TrackedClient = pg.PoolClient & { [pgReleaseOf]?: PgRelease | undefined };
+/** pg's Client sets `_ending` when its end() is called (pg-pool reads it on release too). */
+type EndingClient = pg.PoolClient & { _ending?: boolean };
 
 /** What a generation tells the pool that owns it. */
 export interface GenerationHooks {
@@ -240,18 +242,19 @@ export class Generation {
     }
     // Otherwise give it back first: with room or idle clients, a checkout asked before the
     // release would open a new connection (even while growth is paused) instead of reusing one.
-    // If pg-pool ends the client instead (released with an error, maxUses, lifetime, broken),
+    this.outstanding--;
+    pgRelease(err);
+    // If pg-pool ended the client instead (released with an error, maxUses, lifetime, broken:
+    // it calls the client's end(), which sets pg's `_ending`, the flag pg-pool itself reads),
     // it serves its waiters once the socket has closed, after 'remove': ours are served then
     // too, so a waiter's new connection comes after the old one's remove and never makes
     // max + 1 sockets. The slot is free at once, as pg-pool's is for a checkout asked
-    // meanwhile. (Registered first: a client whose socket is gone is removed synchronously.)
-    this.outstanding--;
-    this.#checkinOnRemove.add(client);
-    pgRelease(err);
-    if (this.#checkinOnRemove.has(client) && clientsOf(this.pool).includes(client)) {
-      this.#checkinOnRemove.delete(client);
-      this.hooks.onCheckin(this);
+    // meanwhile. A client whose socket was gone already is removed synchronously.
+    if ((client as EndingClient)._ending === true && this.#clients.has(client as TrackedClient)) {
+      this.#checkinOnRemove.add(client);
+      return;
     }
+    this.hooks.onCheckin(this);
   }
 
   /**
