@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
@@ -32,5 +33,25 @@ describe.each(packages)('%s build', (dir) => {
     const fromRequire = require(new URL('dist/index.cjs', pkgDir).pathname);
     const fromImport = await import(new URL('dist/index.js', pkgDir).href);
     expect(Object.keys(fromRequire).sort()).toEqual(Object.keys(fromImport).sort());
+  });
+});
+
+describe('hotload-pg build: the module as pg is', () => {
+  const pkgDir = new URL('hotload-pg/', root);
+
+  it("require('hotload-pg').native is null and not enumerable, as require('pg').native; the ESM entry has none, as pg's", () => {
+    const fromRequire = require(new URL('dist/index.cjs', pkgDir).pathname);
+    const pg = require('pg');
+    expect(fromRequire.native).toBe(pg.native);
+    expect(fromRequire.native).toBeNull();
+    expect(Object.keys(fromRequire)).not.toContain('native');
+    expect(Object.keys(pg)).not.toContain('native');
+    // In plain Node, not through vitest's module runner (which lends ES modules a `module`).
+    const esmHasNative = execFileSync(process.execPath, [
+      '--input-type=module',
+      '-e',
+      `console.log('native' in (await import(${JSON.stringify(new URL('dist/index.js', pkgDir).href)})))`,
+    ]);
+    expect(esmHasNative.toString().trim()).toBe('false');
   });
 });

@@ -5,6 +5,10 @@
  * ...) with hotload-pg's `Pool`: switching from 'pg' is a change of the import alone.
  */
 
+import { defineCommonJsNative } from './commonjs-native.js';
+
+defineCommonJsNative();
+
 export type { HostPort } from 'hotload-core';
 export { RedactedError, redactError } from 'hotload-core';
 export { default } from './default-export.js';

@@ -50,12 +50,6 @@ export const Result = pgMembers.Result as OptionalPgMember<'Result'>;
 /** pg's `TypeOverrides` class (pg ≥ 8.16; `undefined` with an older pg). */
 export const TypeOverrides = pgMembers.TypeOverrides as OptionalPgMember<'TypeOverrides'>;
 
-/**
- * `null`, as `require('pg').native` is without pg-native, and as on this package's default
- * export: the hotload Pool is a JavaScript pool (see {@link createPgModule}).
- */
-export const native: null = null;
-
 /** pg's `escapeIdentifier`. */
 export const escapeIdentifier: typeof pg.escapeIdentifier = pg.escapeIdentifier;
 

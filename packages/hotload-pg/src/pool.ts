@@ -81,6 +81,10 @@ export class Pool extends pg.Pool {
    */
   constructor(config?: PoolConfig) {
     const { hotload, ...options } = config ?? {};
+    // pg-pool's `options` and pg's ConnectionParameters hold `password` non-enumerable (kept
+    // out of logs), which a rest copy drops: taken as pg-pool takes it ('password' in the
+    // config), so `new Pool(otherPool.options)` or `new Pool(connectionParameters)` keeps it.
+    if (config != null && 'password' in config) options.password = config.password;
     // biome-ignore lint/complexity/noArguments: pg-pool's second parameter, kept out of the signature (see above)
     const Client: unknown = arguments[1];
     const pgConfig = (Client && !options.Client ? { ...options, Client } : options) as pg.PoolConfig;

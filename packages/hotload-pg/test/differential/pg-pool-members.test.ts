@@ -182,3 +182,35 @@ describe("a Client class as pg-pool's constructor's second argument (pg-pool's, 
     });
   });
 });
+
+describe('a password pg holds out of sight (same as pg.Pool)', () => {
+  // pg-pool's `options` and pg's ConnectionParameters define `password` non-enumerable (out
+  // of logs and stack traces); node-postgres' own tests build a pool from another pool's
+  // `options`. A source brings its own password, so only the pools built from options.
+  it("a pool built from another pool's options, or from an object hiding its password, connects", async () => {
+    const connection = diff.connection();
+    const outcomes: Record<string, unknown> = {};
+    for (const [kind, PoolClass] of [
+      ['pg.Pool', pg.Pool],
+      ['hotload static', Pool],
+    ] as const) {
+      const original = new PoolClass(connection);
+      const copy = new PoolClass(original.options);
+      const hidden = { ...connection };
+      Object.defineProperty(hidden, 'password', { value: connection.password, enumerable: false });
+      const fromHidden = new PoolClass(hidden);
+      outcomes[kind] = {
+        copy: (await copy.query('SELECT 1 AS one')).rows,
+        fromHidden: (await fromHidden.query('SELECT 2 AS two')).rows,
+        passwordListed: Object.keys(copy.options).includes('password'),
+      };
+      await Promise.all([original.end(), copy.end(), fromHidden.end()]);
+    }
+    expect(outcomes['pg.Pool']).toEqual({
+      copy: [{ one: 1 }],
+      fromHidden: [{ two: 2 }],
+      passwordListed: false,
+    });
+    expect(outcomes['hotload static']).toEqual(outcomes['pg.Pool']);
+  });
+});
