@@ -31,3 +31,15 @@ export interface PoolConfig extends pg.PoolConfig {
   /** What to follow and how (see {@link HotloadOptions}); without it the pool is a plain pg.Pool. */
   hotload?: HotloadOptions | undefined;
 }
+
+/**
+ * A copy of `config`'s own enumerable fields that keeps a password pg holds out of sight:
+ * pg-pool's `options` and pg's ConnectionParameters define `password` non-enumerable (out
+ * of logs and stack traces), which a spread drops. Taken as pg-pool takes it (`'password'
+ * in config`), so `new Pool(otherPool.options)` keeps it, as with pg.Pool.
+ */
+export function copyPoolConfig(config: PoolConfig | undefined): PoolConfig {
+  const copy: PoolConfig = { ...config };
+  if (config != null && 'password' in config) copy.password = config.password;
+  return copy;
+}

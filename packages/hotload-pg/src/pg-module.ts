@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { HotloadOptions, PoolConfig } from './options.js';
+import { copyPoolConfig, type HotloadOptions, type PoolConfig } from './options.js';
 import { Pool } from './pool.js';
 import { sourceFollowingClient } from './source-following-client.js';
 
@@ -27,7 +27,7 @@ export function createPgModule(hotloadDefaults?: HotloadOptions): PgModule {
   if (hotloadDefaults === undefined) return pgModuleWith(Pool);
   class HotloadModulePool extends Pool {
     constructor(config?: PoolConfig) {
-      super({ ...config, hotload: { ...hotloadDefaults, ...config?.hotload } });
+      super({ ...copyPoolConfig(config), hotload: { ...hotloadDefaults, ...config?.hotload } });
     }
   }
   const Client = hotloadDefaults.source === undefined ? pg.Client : sourceFollowingClient(hotloadDefaults);

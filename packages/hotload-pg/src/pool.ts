@@ -20,7 +20,7 @@ import {
   type PoolEvents,
 } from './events.js';
 import type { CheckoutCallback, Generation, GenerationHooks } from './generation.js';
-import type { PoolConfig } from './options.js';
+import { copyPoolConfig, type PoolConfig } from './options.js';
 import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
 import { toPgPoolConfig } from './pg-pool-config.js';
 import { PgPoolDriver } from './pg-pool-driver.js';
@@ -80,11 +80,7 @@ export class Pool extends pg.Pool {
    * which is pg.Pool's, so the class remains interchangeable with it.
    */
   constructor(config?: PoolConfig) {
-    const { hotload, ...options } = config ?? {};
-    // pg-pool's `options` and pg's ConnectionParameters hold `password` non-enumerable (kept
-    // out of logs), which a rest copy drops: taken as pg-pool takes it ('password' in the
-    // config), so `new Pool(otherPool.options)` or `new Pool(connectionParameters)` keeps it.
-    if (config != null && 'password' in config) options.password = config.password;
+    const { hotload, ...options } = copyPoolConfig(config);
     // biome-ignore lint/complexity/noArguments: pg-pool's second parameter, kept out of the signature (see above)
     const Client: unknown = arguments[1];
     const pgConfig = (Client && !options.Client ? { ...options, Client } : options) as pg.PoolConfig;

@@ -4,7 +4,7 @@
  * `connectionString` option handed to the `Client`, and (against pg-pool's own class) a
  * client class passed to the constructor second.
  */
-import { Pool } from 'hotload-pg';
+import { createPgModule, Pool } from 'hotload-pg';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Differential, once } from './differential.js';
@@ -193,6 +193,8 @@ describe('a password pg holds out of sight (same as pg.Pool)', () => {
     for (const [kind, PoolClass] of [
       ['pg.Pool', pg.Pool],
       ['hotload static', Pool],
+      // The module's Pool with hotload defaults copies the config to add them.
+      ['hotload module with defaults', createPgModule({ drainTimeoutMillis: 5_000 }).Pool],
     ] as const) {
       const original = new PoolClass(connection);
       const copy = new PoolClass(original.options);
@@ -212,5 +214,6 @@ describe('a password pg holds out of sight (same as pg.Pool)', () => {
       passwordListed: false,
     });
     expect(outcomes['hotload static']).toEqual(outcomes['pg.Pool']);
+    expect(outcomes['hotload module with defaults']).toEqual(outcomes['pg.Pool']);
   });
 });
