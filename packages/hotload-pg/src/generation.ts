@@ -67,8 +67,6 @@ export class Generation {
   /** Connected clients whose socket is not closed yet ('connect' minus 'remove'). */
   readonly #clients = new Set<TrackedClient>();
   #lastRemoved: (() => void) | undefined;
-  /** Clients given back that pg-pool is ending: the owner's waiters are served at their 'remove'. */
-  readonly #checkinOnRemove = new Set<pg.PoolClient>();
   /** Checkouts asked of {@link pool} that it has not called back yet. */
   #unanswered = 0;
   #allAnswered: (() => void) | undefined;
@@ -94,7 +92,8 @@ export class Generation {
     this.pool.on('remove', (client) => {
       this.#clients.delete(client as TrackedClient);
       if (this.#clients.size === 0) this.#lastRemoved?.();
-      if (this.#checkinOnRemove.delete(client)) this.hooks.onCheckin(this);
+      // A slot pg-pool frees by a remove is when it serves its own waiters: ours too (see #giveBack).
+      this.hooks.onCheckin(this);
     });
   }
 
@@ -228,6 +227,7 @@ export class Generation {
 
   #giveBack(client: pg.PoolClient, pgRelease: PgRelease, err?: Error | boolean): void {
     (client as TrackedClient)[pgReleaseOf] = undefined;
+    this.outstanding--;
     if (!err && this.pool.idleCount === 0 && this.pool.totalCount >= this.max) {
       // Full and nothing idle: a checkout asked of pg-pool now only joins its queue, so
       // serve the owner's waiters first and then give the client back. pg-pool's release
@@ -235,26 +235,21 @@ export class Generation {
       // instead of idling it, arming and clearing an idle timer and serving the waiter
       // on a later tick. pg-pool still decides whether the client is reused (maxUses,
       // lifetime, broken connection) and emits release/acquire as it always does.
-      this.outstanding--;
       this.hooks.onCheckin(this);
       pgRelease(err);
       return;
     }
     // Otherwise give it back first: with room or idle clients, a checkout asked before the
     // release would open a new connection (even while growth is paused) instead of reusing one.
-    this.outstanding--;
     pgRelease(err);
     // If pg-pool ended the client instead (released with an error, maxUses, lifetime, broken:
     // it calls the client's end(), which sets pg's `_ending`, the flag pg-pool itself reads),
     // it serves its waiters once the socket has closed, after 'remove': ours are served then
     // too, so a waiter's new connection comes after the old one's remove and never makes
-    // max + 1 sockets. The slot is free at once, as pg-pool's is for a checkout asked
-    // meanwhile. A client whose socket was gone already is removed synchronously.
-    if ((client as EndingClient)._ending === true && this.#clients.has(client as TrackedClient)) {
-      this.#checkinOnRemove.add(client);
-      return;
-    }
-    this.hooks.onCheckin(this);
+    // max + 1 sockets (the 'remove' listener serves them). The slot is free at once, as
+    // pg-pool's is for a checkout asked meanwhile. A client whose socket was gone already
+    // has been removed synchronously, and served them then.
+    if ((client as EndingClient)._ending !== true) this.hooks.onCheckin(this);
   }
 
   /**
