@@ -27,6 +27,27 @@ export {
   type WatchEventType,
 } from './fake-kube-apiserver.js';
 export { FakeKubelet } from './fake-kubelet.js';
+export {
+  type AuditEntry,
+  CONTROL_PLANE_DIR_PREFIX,
+  type ControlPlaneLocation,
+  KubeControlPlane,
+  locateControlPlane,
+  runProcess,
+  startControlPlane,
+} from './kube-control-plane.js';
+export { BUILTIN_TYPES, KubeApiError, KubeObjects, type KubeResourceType } from './kube-objects.js';
+export {
+  CLAIM_RESOURCE,
+  CONTROLLER_SERVICE_ACCOUNT,
+  DEPLOY_DIR,
+  describeOnControlPlane,
+  type KubeTestBed,
+  kubectlApply,
+  NOT_RUN_MARK,
+  startKubeTestBed,
+  useKubeTestBed,
+} from './kube-test-bed.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { isolatedNodeEnv } from './isolated-env.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';

@@ -27,8 +27,6 @@ export const CLAIM_KIND = 'DatabaseClaim';
 /** What happens to the database and users when the claim goes away. */
 export type DeletionPolicy = 'Delete' | 'Orphan';
 
-/** The login users get this suffix, so the base user name must leave room for it. */
-const USER_SUFFIX_BYTES = 2;
 /** Secret keys the reconciler writes itself; `dsnName` must not collide with them. */
 const FIXED_SECRET_KEYS = ['hostname', 'port', 'database', 'username', 'password', 'sslmode', 'uri_dsn.txt'];
 /**
@@ -65,11 +63,30 @@ export const REFUSED_SPEC_FIELDS: Readonly<Record<string, string>> = {
     'the database is created on the configured instance, whatever its version; a version cannot be chosen',
 };
 
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-const INSTANCE_LABEL = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$/;
-const HOST = /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}$/;
-const SECRET_KEY = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$/;
+/**
+ * The name patterns a claim must match. The CRD's admission rules are built from these
+ * (`claim-crd.ts`), so the API server refuses exactly what the reconciler would.
+ */
+export const CLAIM_NAME_PATTERNS = {
+  /** A Kubernetes object name (`metadata.name`, `spec.secretName`). */
+  dnsSubdomain: /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/,
+  /** A namespace. */
+  dnsLabel: /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+  /** `spec.instanceLabel`. */
+  instanceLabel: /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,252}$/,
+  /** `spec.host`. */
+  host: /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}$/,
+  /** `spec.dsnName` (a Secret key). */
+  secretKey: /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,200}$/,
+} as const;
+/** Bytes the login users' suffix (`_a`, `_b`) takes: `spec.userName` is that much shorter. */
+export const USER_NAME_MAX_BYTES = MAX_IDENTIFIER_BYTES - 2;
+
+const DNS_SUBDOMAIN = CLAIM_NAME_PATTERNS.dnsSubdomain;
+const DNS_LABEL = CLAIM_NAME_PATTERNS.dnsLabel;
+const INSTANCE_LABEL = CLAIM_NAME_PATTERNS.instanceLabel;
+const HOST = CLAIM_NAME_PATTERNS.host;
+const SECRET_KEY = CLAIM_NAME_PATTERNS.secretKey;
 
 const portSchema = z
   .union([z.number().int(), z.string().regex(/^\d{1,5}$/, 'must be a port number')])
@@ -309,7 +326,7 @@ function buildClaim(
   if (!INSTANCE_LABEL.test(spec.instanceLabel))
     report('spec.instanceLabel', 'must be letters, digits, "_", "-" and "."');
   check('spec.userName', () =>
-    assertSafeRoleName('spec.userName', spec.userName, MAX_IDENTIFIER_BYTES - USER_SUFFIX_BYTES),
+    assertSafeRoleName('spec.userName', spec.userName, USER_NAME_MAX_BYTES),
   );
   if (spec.appId !== undefined)
     check('spec.appId', () => assertSafeIdentifier('spec.appId', spec.appId ?? ''));

@@ -11,7 +11,7 @@ import pg from 'pg';
 export const MAX_IDENTIFIER_BYTES = 63;
 
 /** Letters, digits, `_` and `-`; starts with a letter or `_`. No quotes, spaces, `;` or `\0`. */
-const SAFE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+export const SAFE_NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
 /** Role names PostgreSQL reserves or that would alias an existing privileged role. */
 const RESERVED_ROLE_NAMES = new Set([

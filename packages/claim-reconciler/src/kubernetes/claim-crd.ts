@@ -9,9 +9,16 @@
  * (`x-kubernetes-preserve-unknown-fields`); `additionalProperties: false` is dropped, since
  * Kubernetes forbids it beside `properties` (unknown fields are pruned, and rejected by
  * `kubectl`'s strict field validation).
+ *
+ * Admission: what must never be stored is refused by the API server itself, with a message
+ * naming the field: the reconciler's own name patterns and lengths ({@link ADMISSION}), and
+ * CEL transition rules ({@link IMMUTABLE_RULES}) for the fields whose change would strand
+ * users or Secrets. What only the controller can judge (a name another claim uses, a
+ * system database, an unmatched instance label) stays a condition with a reason.
  */
 import { z } from 'zod';
-import { CLAIM_KIND, CLAIM_SPEC_SCHEMA } from '../claim-schema.js';
+import { CLAIM_KIND, CLAIM_NAME_PATTERNS, CLAIM_SPEC_SCHEMA, USER_NAME_MAX_BYTES } from '../claim-schema.js';
+import { MAX_IDENTIFIER_BYTES, SAFE_NAME } from '../sql-identifiers.js';
 import { CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from './claim-resource.js';
 
 type Schema = Record<string, unknown>;
@@ -53,6 +60,60 @@ const STATUS_SCHEMA: Schema = {
   },
 };
 
+/** Any case of one of `words` (RE2 has no flag syntax the OpenAPI validator is sure to keep). */
+function anyCase(...words: string[]): string {
+  const letters = (word: string) =>
+    [...word].map((c) => (/[a-z]/i.test(c) ? `[${c.toUpperCase()}${c.toLowerCase()}]` : c)).join('');
+  return `^(${words.map(letters).join('|')})$`;
+}
+
+/** Per-field admission constraints, from the reconciler's own patterns and limits. */
+const ADMISSION: Record<string, Schema> = {
+  userName: { pattern: SAFE_NAME.source, maxLength: USER_NAME_MAX_BYTES },
+  appId: { pattern: SAFE_NAME.source, maxLength: MAX_IDENTIFIER_BYTES },
+  databaseName: { pattern: SAFE_NAME.source, maxLength: MAX_IDENTIFIER_BYTES },
+  dbNameOverride: { pattern: SAFE_NAME.source, maxLength: MAX_IDENTIFIER_BYTES },
+  secretName: { pattern: CLAIM_NAME_PATTERNS.dnsSubdomain.source, maxLength: 253 },
+  instanceLabel: { pattern: CLAIM_NAME_PATTERNS.instanceLabel.source, maxLength: 253 },
+  host: { pattern: CLAIM_NAME_PATTERNS.host.source, maxLength: 253 },
+  dsnName: { pattern: CLAIM_NAME_PATTERNS.secretKey.source, maxLength: 201 },
+  type: { pattern: anyCase('postgres') },
+  deletionPolicy: { pattern: anyCase('Delete', 'Orphan') },
+  deletePolicy: { pattern: anyCase('Delete', 'Orphan') },
+};
+
+/** The database name a spec resolves to (as the reconciler resolves it), in CEL. */
+const celDatabaseName = (v: string) =>
+  `(has(${v}.dbNameOverride) ? ${v}.dbNameOverride : has(${v}.databaseName) ? ${v}.databaseName : has(${v}.appId) ? ${v}.appId : '')`;
+/** An optional string field in CEL, '' when unset. */
+const celOptional = (v: string, field: string) => `(has(${v}.${field}) ? ${v}.${field} : '')`;
+
+/**
+ * Fields a claim may not change once stored: the users, grants and Secret already made
+ * belong to the old value, and a change would strand them (make a new claim instead).
+ */
+export const IMMUTABLE_RULES: readonly Schema[] = [
+  {
+    rule: 'self.userName == oldSelf.userName',
+    fieldPath: '.userName',
+    reason: 'FieldValueInvalid',
+    message: 'userName is immutable: the login users and their grants belong to the old name; create a new claim',
+  },
+  {
+    rule: `${celOptional('self', 'secretName')} == ${celOptional('oldSelf', 'secretName')}`,
+    fieldPath: '.secretName',
+    reason: 'FieldValueInvalid',
+    message: 'secretName is immutable: applications mount the Secret by that name; create a new claim',
+  },
+  {
+    rule: `${celDatabaseName('self')} == ${celDatabaseName('oldSelf')}`,
+    fieldPath: '.databaseName',
+    reason: 'FieldValueInvalid',
+    message:
+      'the database name (dbNameOverride, databaseName or appId) is immutable: the data lives in the old database; create a new claim',
+  },
+];
+
 /** The `spec` schema, from the reconciler's own claim schema. */
 export function claimSpecOpenApiSchema(): Schema {
   const json = z.toJSONSchema(CLAIM_SPEC_SCHEMA, { io: 'input', unrepresentable: 'any' }) as {
@@ -60,9 +121,9 @@ export function claimSpecOpenApiSchema(): Schema {
     required: string[];
   };
   const properties = Object.fromEntries(
-    Object.entries(json.properties).map(([name, schema]) => [name, structural(schema)]),
+    Object.entries(json.properties).map(([name, schema]) => [name, { ...structural(schema), ...ADMISSION[name] }]),
   );
-  return { type: 'object', required: json.required, properties };
+  return { type: 'object', required: json.required, properties, 'x-kubernetes-validations': IMMUTABLE_RULES };
 }
 
 function structural(schema: Schema): Schema {
@@ -71,10 +132,18 @@ function structural(schema: Schema): Schema {
     const types = anyOf.map((option) => option.type).sort();
     if (types.join() !== 'integer,string')
       throw new Error(`no structural form for ${JSON.stringify(schema)}`);
-    const text = anyOf.find((option) => option.type === 'string')!;
+    // A structural schema allows exactly `anyOf: [{type: integer}, {type: string}]` beside
+    // x-kubernetes-int-or-string, nothing more in the branches: the range and the digits
+    // are checked by a CEL rule instead.
     return {
       'x-kubernetes-int-or-string': true,
-      anyOf: [{ type: 'integer' }, { type: 'string', ...(text.pattern ? { pattern: text.pattern } : {}) }],
+      anyOf: [{ type: 'integer' }, { type: 'string' }],
+      'x-kubernetes-validations': [
+        {
+          rule: "type(self) == int ? self >= 1 && self <= 65535 : self.matches('^[0-9]{1,5}$') && int(self) >= 1 && int(self) <= 65535",
+          message: 'must be a port number from 1 to 65535',
+        },
+      ],
     };
   }
   if (schema.type === undefined) return { 'x-kubernetes-preserve-unknown-fields': true };

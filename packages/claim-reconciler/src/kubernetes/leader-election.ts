@@ -8,8 +8,8 @@
  */
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { V1Lease } from '@kubernetes/client-node';
-import { isConflict, isNotFound, type KubeClients } from './kube-clients.js';
+import { type V1Lease, V1MicroTime } from '@kubernetes/client-node';
+import { describeApiError, isConflict, isNotFound, type KubeClients } from './kube-clients.js';
 
 /** Options of {@link LeaderElector}. */
 export interface LeaderElectionOptions {
@@ -27,7 +27,20 @@ export interface LeaderElectionOptions {
   readonly retryPeriodMillis?: number;
 }
 
-/** Events: `started-leading`, `stopped-leading`, `error` (message). */
+/**
+ * A Lease time (`acquireTime`, `renewTime`: `metav1.MicroTime`). kube-apiserver parses
+ * MicroTime with exactly six fractional digits and refuses a Lease with a plain `Date`'s
+ * three (`parsing time ... as "2006-01-02T15:04:05.000000Z07:00"`), so every time written,
+ * including one read back and written again, goes through this.
+ */
+export function leaseTime(time: Date | string | number): V1MicroTime {
+  return new V1MicroTime(typeof time === 'string' ? Date.parse(time) : time);
+}
+
+/**
+ * Events: `started-leading`, `stopped-leading`, `error` (a short message: the API status
+ * and its reason, never the HTTP response).
+ */
 export class LeaderElector extends EventEmitter {
   readonly #clients: KubeClients;
   readonly #options: Required<LeaderElectionOptions>;
@@ -74,7 +87,7 @@ export class LeaderElector extends EventEmitter {
       try {
         renewed = await this.#tryAcquireOrRenew();
       } catch (error) {
-        this.emit('error', (error as Error).message);
+        this.emit('error', describeApiError(error));
       }
       const now = Date.now();
       if (renewed) {
@@ -94,7 +107,7 @@ export class LeaderElector extends EventEmitter {
 
   async #tryAcquireOrRenew(): Promise<boolean> {
     const { namespace, leaseName: name, identity, leaseDurationSeconds } = this.#options;
-    const now = new Date();
+    const now = leaseTime(Date.now());
     let lease: V1Lease;
     try {
       lease = await this.#clients.coordination.readNamespacedLease({ name, namespace });
@@ -128,11 +141,14 @@ export class LeaderElector extends EventEmitter {
     this.#observedOther = holder !== '' && holder !== identity;
     if (this.#observedOther && !expired) return false;
     const transition = holder !== identity;
+    const acquired = lease.spec?.acquireTime;
     const spec = {
       ...lease.spec,
       holderIdentity: identity,
       leaseDurationSeconds,
       renewTime: now,
+      // The client reads MicroTime back as a Date (three digits): re-wrap it.
+      ...(acquired !== undefined ? { acquireTime: leaseTime(acquired) } : {}),
       ...(transition ? { acquireTime: now, leaseTransitions: (lease.spec?.leaseTransitions ?? 0) + 1 } : {}),
     };
     return this.#write(() =>
@@ -160,7 +176,16 @@ export class LeaderElector extends EventEmitter {
     await this.#clients.coordination.replaceNamespacedLease({
       name,
       namespace,
-      body: { ...lease, spec: { ...lease.spec, holderIdentity: undefined, leaseDurationSeconds: 1 } },
+      body: {
+        ...lease,
+        spec: {
+          ...lease.spec,
+          ...(lease.spec.acquireTime !== undefined ? { acquireTime: leaseTime(lease.spec.acquireTime) } : {}),
+          ...(lease.spec.renewTime !== undefined ? { renewTime: leaseTime(lease.spec.renewTime) } : {}),
+          holderIdentity: undefined,
+          leaseDurationSeconds: 1,
+        },
+      },
     });
   }
 

@@ -1,12 +1,15 @@
 /**
- * Controller test helpers: the FAKE API server serving DatabaseClaims, a KubeConfig for the
- * real client pointed at it, claim objects, and a controller wired to the folder adapter.
+ * Controller test helpers on the REAL control plane (kube-apiserver + etcd, and
+ * kube-controller-manager's garbage collector; see `hotload-test-support`'s kube test bed):
+ * claim objects, a controller running under the ServiceAccount that `deploy/02-rbac.yaml`
+ * binds, and waits for the changes a test means.
  */
 import {
+  type EventSource,
   type FakeChange,
-  FakeKubeApiServer,
-  type FakeResourceType,
   type KubeObject,
+  type KubeObjects,
+  type KubeTestBed,
   nextEvent,
 } from 'hotload-test-support';
 import type { ReconcilerConfig } from '../../src/index.js';
@@ -16,26 +19,10 @@ import {
   KubeClaimReconciler,
   type KubeClaimReconcilerOptions,
 } from '../../src/kubernetes/kube-claim-reconciler.js';
-import { type KubeClients, kubeClientsForUrl } from '../../src/kubernetes/kube-clients.js';
+import { type KubeClients, kubeClients } from '../../src/kubernetes/kube-clients.js';
 
-/** DatabaseClaim as the fake serves it (status subresource, like the CRD in deploy/). */
-export const CLAIM_TYPE: FakeResourceType = {
-  group: CLAIM_GROUP,
-  version: CLAIM_VERSION,
-  plural: CLAIM_PLURAL,
-  kind: 'DatabaseClaim',
-  statusSubresource: true,
-};
-
-/** A fake API server that serves DatabaseClaims too. */
-export function startFakeApi(): Promise<FakeKubeApiServer> {
-  return FakeKubeApiServer.start([CLAIM_TYPE]);
-}
-
-/** Clients of the real `@kubernetes/client-node` talking to `fake`. */
-export function clientsFor(fake: FakeKubeApiServer): KubeClients {
-  return kubeClientsForUrl(fake.url);
-}
+/** Anything that emits `change` ({@link FakeChange}): {@link KubeObjects}, or the fake. */
+export type ChangeFeed = EventSource<FakeChange>;
 
 /** A DatabaseClaim object. */
 export function claimObject(name: string, spec: Record<string, unknown>, namespace = 'default'): KubeObject {
@@ -47,25 +34,32 @@ export function claimObject(name: string, spec: Record<string, unknown>, namespa
   };
 }
 
-/** A controller on `fake` and its reconciler; `stop()` both when done. */
-export function makeController(
-  fake: FakeKubeApiServer,
+/** A controller and its reconciler; `stop()` both when done. */
+export interface RunningController {
+  readonly controller: ClaimController;
+  readonly reconciler: KubeClaimReconciler;
+  readonly clients: KubeClients;
+  stop(): Promise<void>;
+}
+
+/**
+ * A controller on `bed`, authenticated as the controller's ServiceAccount (through
+ * `server`, e.g. a fault proxy, when given).
+ */
+export async function makeController(
+  bed: KubeTestBed,
   reconcilerOptions: KubeClaimReconcilerOptions,
-  options: Partial<ClaimControllerOptions> = {},
-): {
-  controller: ClaimController;
-  reconciler: KubeClaimReconciler;
-  clients: KubeClients;
-  stop: () => Promise<void>;
-} {
-  const clients = clientsFor(fake);
+  options: Partial<ClaimControllerOptions> & { server?: string } = {},
+): Promise<RunningController> {
+  const { server, ...controllerOptions } = options;
+  const clients = kubeClients(await bed.controllerConfig(server));
   const reconciler = new KubeClaimReconciler(reconcilerOptions);
   const controller = new ClaimController({
     clients,
     reconciler,
     backoff: { baseMillis: 50, maxMillis: 1000 },
     watchRestartMillis: 50,
-    ...options,
+    ...controllerOptions,
   });
   const stop = async () => {
     await controller.stop();
@@ -74,26 +68,32 @@ export function makeController(
   return { controller, reconciler, clients, stop };
 }
 
-/** Resolves with the next change of `fake` that `accept` takes. */
-export function nextChange(
-  fake: FakeKubeApiServer,
-  accept: (change: FakeChange) => boolean,
-): Promise<FakeChange> {
-  return nextEvent<FakeChange>(fake, 'change', accept);
+/** Resolves with the next change `feed` sees that `accept` takes. */
+export function nextChange(feed: ChangeFeed, accept: (change: FakeChange) => boolean): Promise<FakeChange> {
+  return nextEvent<FakeChange>(feed, 'change', accept);
 }
 
-/** The next status write of claim `name` whose Ready condition is `status`. */
+/** The next change of claim `name` whose Ready condition is `status`. */
 export function claimReady(
-  fake: FakeKubeApiServer,
+  feed: ChangeFeed,
   name: string,
   status: 'True' | 'False' = 'True',
 ): Promise<FakeChange> {
   return nextChange(
-    fake,
+    feed,
     (change) =>
       change.plural === CLAIM_PLURAL &&
+      change.type !== 'DELETED' &&
       change.object.metadata.name === name &&
       readyStatus(change.object) === status,
+  );
+}
+
+/** The next deletion (gone for good) of an object of `plural` named `name`. */
+export function deletion(feed: ChangeFeed, plural: string, name: string): Promise<FakeChange> {
+  return nextChange(
+    feed,
+    (c) => c.plural === plural && c.type === 'DELETED' && c.object.metadata.name === name,
   );
 }
 
@@ -102,6 +102,16 @@ export function readyStatus(object: KubeObject | undefined): string | undefined 
   const conditions = (object?.status as { conditions?: Array<{ type: string; status: string }> } | undefined)
     ?.conditions;
   return conditions?.find((condition) => condition.type === 'Ready')?.status;
+}
+
+/** The `Synced` condition of a claim object. */
+export function syncedCondition(
+  object: KubeObject | undefined,
+): { reason: string; message: string; status: string } | undefined {
+  const conditions = (object?.status as { conditions?: Array<{ type: string }> } | undefined)?.conditions;
+  return conditions?.find((condition) => condition.type === 'Synced') as
+    | { reason: string; message: string; status: string }
+    | undefined;
 }
 
 /** Decoded data of a Secret object. */
@@ -119,17 +129,28 @@ export type { ReconcilerConfig };
  * `spec`) and resolves with its first Ready status.
  */
 export async function createReadyClaim(
-  fake: FakeKubeApiServer,
+  objects: KubeObjects,
   namespace: string,
   name: string,
   spec: Record<string, unknown> = {},
 ): Promise<FakeChange> {
-  const ready = claimReady(fake, name);
+  const ready = claimReady(objects, name);
   const base = name.replaceAll('-', '_');
-  fake.create(
+  await objects.create(
     CLAIM_PLURAL,
     namespace,
     claimObject(name, { instanceLabel: 'atlas', userName: base, databaseName: base, ...spec }, namespace),
   );
   return ready;
+}
+
+/** The Events recorded for object `name`, oldest first. */
+export async function eventsFor(
+  objects: KubeObjects,
+  namespace: string,
+  name: string,
+): Promise<KubeObject[]> {
+  return (await objects.list('events', namespace)).filter(
+    (event) => (event.involvedObject as { name: string }).name === name,
+  );
 }
