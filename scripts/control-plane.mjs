@@ -68,7 +68,9 @@ export function locateControlPlane() {
   }
   const dir = cacheFolder();
   if (existsSync(join(dir, 'complete'))) return { dir, source: 'cache' };
-  return { missing: `no KUBEBUILDER_ASSETS and no built control plane in ${dir} (run: node scripts/control-plane.mjs)` };
+  return {
+    missing: `no KUBEBUILDER_ASSETS and no built control plane in ${dir} (run: node scripts/control-plane.mjs)`,
+  };
 }
 
 function goVersion() {
@@ -83,7 +85,9 @@ function build() {
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { recursive: true });
   const started = Date.now();
-  console.error(`control plane: building ${Object.keys(PACKAGES).join(', ')} with ${goVersion()} into ${dir}`);
+  console.error(
+    `control plane: building ${Object.keys(PACKAGES).join(', ')} with ${goVersion()} into ${dir}`,
+  );
   for (const [name, pkg] of Object.entries(PACKAGES)) {
     const result = spawnSync('go', ['build', '-o', join(partial, name), pkg], {
       cwd: moduleDir,
@@ -108,7 +112,9 @@ function main() {
   }
   const required = process.env.HOTLOAD_REQUIRE_CONTROL_PLANE === '1';
   if (process.env.KUBEBUILDER_ASSETS || goVersion() === undefined) {
-    const why = process.env.KUBEBUILDER_ASSETS ? found.missing : 'Go is not installed and KUBEBUILDER_ASSETS is not set';
+    const why = process.env.KUBEBUILDER_ASSETS
+      ? found.missing
+      : 'Go is not installed and KUBEBUILDER_ASSETS is not set';
     console.error(`control plane: ${why}; the tests that need a real kube-apiserver will not run`);
     return required ? 1 : 0;
   }

@@ -27,6 +27,8 @@ export {
   type WatchEventType,
 } from './fake-kube-apiserver.js';
 export { FakeKubelet } from './fake-kubelet.js';
+export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
+export { isolatedNodeEnv } from './isolated-env.js';
 export {
   type AuditEntry,
   CONTROL_PLANE_DIR_PREFIX,
@@ -48,8 +50,6 @@ export {
   startKubeTestBed,
   useKubeTestBed,
 } from './kube-test-bed.js';
-export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
-export { isolatedNodeEnv } from './isolated-env.js';
 export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
 export {
   DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS,

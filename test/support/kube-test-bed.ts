@@ -41,7 +41,7 @@ export const NOT_RUN_MARK = '[not run: ';
 /** A running test bed. */
 export interface KubeTestBed {
   readonly plane: KubeControlPlane;
-  /** The test's admin view, emitting `change` for claims, Secrets, Events and Leases. */
+  /** The test's admin view, emitting `change` for claims, Secrets, Events, Leases and ConfigMaps. */
   readonly objects: KubeObjects;
   /** A KubeConfig of the controller's ServiceAccount (`server` overridable, e.g. a proxy). */
   controllerConfig(server?: string): Promise<KubeConfig>;
@@ -70,7 +70,7 @@ export async function startKubeTestBed(options: ControlPlaneOptions = {}): Promi
     const objects = await KubeObjects.open(
       plane.adminConfig(),
       [CLAIM_RESOURCE],
-      [CLAIM_RESOURCE.plural, 'secrets', 'events', 'leases'],
+      [CLAIM_RESOURCE.plural, 'secrets', 'events', 'leases', 'configmaps'],
     );
     const { namespace, name } = CONTROLLER_SERVICE_ACCOUNT;
     return {

@@ -325,9 +325,7 @@ function buildClaim(
     report('spec.type', `only "postgres" is supported`);
   if (!INSTANCE_LABEL.test(spec.instanceLabel))
     report('spec.instanceLabel', 'must be letters, digits, "_", "-" and "."');
-  check('spec.userName', () =>
-    assertSafeRoleName('spec.userName', spec.userName, USER_NAME_MAX_BYTES),
-  );
+  check('spec.userName', () => assertSafeRoleName('spec.userName', spec.userName, USER_NAME_MAX_BYTES));
   if (spec.appId !== undefined)
     check('spec.appId', () => assertSafeIdentifier('spec.appId', spec.appId ?? ''));
   if (spec.databaseName !== undefined)

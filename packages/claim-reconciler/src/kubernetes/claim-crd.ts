@@ -97,7 +97,8 @@ export const IMMUTABLE_RULES: readonly Schema[] = [
     rule: 'self.userName == oldSelf.userName',
     fieldPath: '.userName',
     reason: 'FieldValueInvalid',
-    message: 'userName is immutable: the login users and their grants belong to the old name; create a new claim',
+    message:
+      'userName is immutable: the login users and their grants belong to the old name; create a new claim',
   },
   {
     rule: `${celOptional('self', 'secretName')} == ${celOptional('oldSelf', 'secretName')}`,
@@ -121,7 +122,10 @@ export function claimSpecOpenApiSchema(): Schema {
     required: string[];
   };
   const properties = Object.fromEntries(
-    Object.entries(json.properties).map(([name, schema]) => [name, { ...structural(schema), ...ADMISSION[name] }]),
+    Object.entries(json.properties).map(([name, schema]) => [
+      name,
+      { ...structural(schema), ...ADMISSION[name] },
+    ]),
   );
   return { type: 'object', required: json.required, properties, 'x-kubernetes-validations': IMMUTABLE_RULES };
 }

@@ -9,7 +9,7 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { HotloadLogger } from 'hotload-core';
+import type { HotloadLogger, PromClientModule, PromRegistry } from 'hotload-core';
 import { prometheusMetrics } from '../metrics.js';
 import { startMetricsServer } from '../metrics-server.js';
 import { ClaimController, type KeyReconciled } from './claim-controller.js';
@@ -113,15 +113,31 @@ export async function runControllerCli(argv: string[]): Promise<number> {
       leaseName: options.leaseName,
       identity: options.identity,
     });
-    elector.on('started-leading', () => logger.info({ identity: options.identity }, 'leading'));
+    const leader = leaderMetrics(client, registry, `${options.leaseNamespace}/${options.leaseName}`);
+    const lease = `${options.leaseNamespace}/${options.leaseName}`;
+    elector.on('started-leading', () => {
+      leader.leading(true);
+      logger.info({ identity: options.identity, lease }, 'leading');
+    });
+    elector.on('stopped-leading', () => leader.leading(false));
     const gate = runWhileLeading(
       elector,
       active,
       () => {
-        logger.error({ identity: options.identity }, 'lost the Lease: exiting');
+        logger.error({ identity: options.identity, lease }, 'lost the Lease: exiting');
         process.exit(1);
       },
-      (message) => logger.warn({ error: message }, 'leader election'),
+      (message) => {
+        leader.failed();
+        // Said plainly: a replica that cannot write its Lease reconciles nothing, and if no
+        // replica can, no claim is ever reconciled.
+        logger.warn(
+          { identity: options.identity, lease, error: message },
+          elector?.leading
+            ? `cannot renew the Lease ${lease}: still leading until the renew deadline`
+            : `not leading: cannot acquire the Lease ${lease}; this replica reconciles nothing until it holds it`,
+        );
+      },
     );
     stop = () => gate.stop();
   } else {
@@ -182,6 +198,38 @@ function parseControllerArgs(argv: string[]): ControllerOptions {
     leaseName: values['lease-name'],
     identity: values.identity,
     takeOver: values['take-over'],
+  };
+}
+
+/**
+ * Leader election metrics: `leader_election_master_status{name}` (1 while this replica
+ * holds the Lease; client-go's name, so existing "no leader" alerts work) and
+ * `leader_election_errors_total{name}` (failed acquire or renew attempts).
+ */
+function leaderMetrics(
+  client: Pick<PromClientModule, 'Gauge' | 'Counter'>,
+  registry: PromRegistry,
+  name: string,
+): { leading(leading: boolean): void; failed(): void } {
+  const status = new client.Gauge({
+    name: 'leader_election_master_status',
+    help: 'Whether this replica holds the leader election Lease (1) or not (0)',
+    labelNames: ['name'],
+    registers: [],
+  });
+  const errors = new client.Counter({
+    name: 'leader_election_errors_total',
+    help: 'Failed attempts to acquire or renew the leader election Lease',
+    labelNames: ['name'],
+    registers: [],
+  });
+  registry.registerMetric(status);
+  registry.registerMetric(errors);
+  status.set({ name }, 0);
+  errors.inc({ name }, 0);
+  return {
+    leading: (leading) => status.set({ name }, leading ? 1 : 0),
+    failed: () => errors.inc({ name }),
   };
 }
 

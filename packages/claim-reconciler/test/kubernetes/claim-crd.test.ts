@@ -4,6 +4,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import { CLAIM_RESOURCE } from 'hotload-test-support';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { CLAIM_SPEC_SCHEMA } from '../../src/claim-schema.js';
@@ -11,7 +12,6 @@ import { parseReconcilerConfig } from '../../src/index.js';
 import { claimCustomResourceDefinition } from '../../src/kubernetes/claim-crd.js';
 import { crdYaml } from '../../src/kubernetes/claim-crd-yaml.js';
 import { type ClaimResource, claimFromResource } from '../../src/kubernetes/claim-resource.js';
-import { CLAIM_TYPE } from './kube-fixtures.js';
 
 const repo = (path: string) => fileURLToPath(new URL(`../../../../${path}`, import.meta.url));
 
@@ -41,7 +41,7 @@ describe('the DatabaseClaim CRD', () => {
     expect(spec.properties.userNmae).toBeUndefined();
   });
 
-  it('matches what the fake API server serves and the controller asks for (group, plural, status subresource)', () => {
+  it('matches what the test bed watches and the controller asks for (group, plural, status subresource)', () => {
     const crd = claimCustomResourceDefinition() as {
       spec: { group: string; names: { plural: string; kind: string } };
     };
@@ -52,10 +52,10 @@ describe('the DatabaseClaim CRD', () => {
       kind: crd.spec.names.kind,
       version: version.name,
     }).toEqual({
-      group: CLAIM_TYPE.group,
-      plural: CLAIM_TYPE.plural,
-      kind: CLAIM_TYPE.kind,
-      version: CLAIM_TYPE.version,
+      group: CLAIM_RESOURCE.group,
+      plural: CLAIM_RESOURCE.plural,
+      kind: 'DatabaseClaim',
+      version: CLAIM_RESOURCE.version,
     });
     expect(version.subresources?.status).toEqual({});
   });

@@ -1,125 +1,254 @@
 /**
- * `hotload-claim-reconciler controller` as a process (FAKE API server, real PostgreSQL):
- * it leads through a Lease, reconciles claims, serves /metrics, /healthz and /readyz on one
- * port, follows a ConfigMap-style config folder (kubelet `..data` swap), and on SIGTERM
- * stops and releases the Lease.
+ * `deploy/` as a user applies it, on the REAL control plane: `kubectl apply -f deploy/`
+ * succeeds, the CRD is Established, the ConfigMap, the RBAC and the Deployment exist. There
+ * is no kubelet, so the test then does what one would: it runs the Deployment's container
+ * (its command, args and env, read back from the API server) as a process, with the
+ * ServiceAccount's token, the ConfigMap and the master password Secret projected into
+ * folders by a FAKE kubelet. The controller leads through a real Lease, reconciles, serves
+ * probes and metrics, follows its ConfigMap as edited with kubectl, and on SIGTERM releases
+ * the Lease. A replica without the rights to its Lease says plainly that it does not lead.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { AtomicSecretWriter } from 'hotload-core';
-import type { FakeKubeApiServer } from 'hotload-test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  CONTROLLER_SERVICE_ACCOUNT,
+  describeOnControlPlane,
+  FakeKubelet,
+  type KubeObject,
+  kubectlApply,
+  useKubeTestBed,
+} from 'hotload-test-support';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { startCli } from '../cli-runner.js';
-import { configYaml, tempDir, useReconcilerCluster, writeMasterPassword } from '../fixtures.js';
-import { claimObject, claimReady, createReadyClaim, startFakeApi } from './kube-fixtures.js';
+import { tempDir, useReconcilerCluster } from '../fixtures.js';
+import { claimObject, claimReady, createReadyClaim } from './kube-fixtures.js';
 
-const suite = useReconcilerCluster();
-let fake: FakeKubeApiServer;
-let work: Awaited<ReturnType<typeof tempDir>>;
+const NAMESPACE = CONTROLLER_SERVICE_ACCOUNT.namespace;
+const DEPLOYMENT = 'hotload-claim-reconciler';
+const CONFIG_MAP = 'hotload-claim-reconciler-config';
 
-beforeAll(async () => {
-  fake = await startFakeApi();
-  work = await tempDir('controller-cli-');
-});
-afterAll(async () => {
-  await fake?.close();
-  await work?.cleanup();
-});
-
-function kubeconfig(server: string): string {
-  return `apiVersion: v1
-kind: Config
-clusters: [{ name: fake, cluster: { server: "${server}", insecure-skip-tls-verify: true } }]
-users: [{ name: test, user: { token: fake-token } }]
-contexts: [{ name: fake, context: { cluster: fake, user: test } }]
-current-context: fake
-`;
+interface Container {
+  args: string[];
+  env: Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
+  volumeMounts: Array<{ name: string; mountPath: string }>;
 }
 
-describe('the controller command', () => {
-  it('leads, reconciles, serves probes and metrics, follows its ConfigMap, releases the Lease on SIGTERM', async () => {
-    const kubeconfigFile = join(work.path, 'kubeconfig');
-    await writeFile(kubeconfigFile, kubeconfig(fake.url));
-    const passwordFile = await writeMasterPassword(work.path, suite.cluster);
-    const configMap = new AtomicSecretWriter(join(work.path, 'config'));
-    await configMap.write({ 'config.yaml': configYaml({ atlas: { cluster: suite.cluster, passwordFile } }) });
+describeOnControlPlane('deploy/ on a real API server', () => {
+  const suite = useReconcilerCluster();
+  const bed = useKubeTestBed();
+  let work: Awaited<ReturnType<typeof tempDir>>;
+  const kubelets: FakeKubelet[] = [];
 
-    const child = startCli(
-      [
-        'controller',
-        '--config',
-        join(work.path, 'config', 'config.yaml'),
-        '--port',
-        '0',
-        '--host',
-        '127.0.0.1',
-        '--leader-elect',
-        '--lease-namespace',
-        'ops',
-        '--identity',
-        'pod-1',
-      ],
-      { env: { KUBECONFIG: kubeconfigFile } },
+  beforeAll(async () => {
+    work = await tempDir('controller-cli-');
+  });
+  afterAll(async () => {
+    for (const kubelet of kubelets) await kubelet.unmount();
+    await work?.cleanup();
+  });
+
+  /** The reconciler config as a user edits deploy/03-config.yaml for this cluster. */
+  function configYaml(secretsDir: string, labels: string[]): string {
+    const fragments = labels.map(
+      (label) =>
+        `${label}:\n  host: ${suite.cluster.host}\n  port: ${suite.cluster.port}\n  username: postgres\n  sslMode: disable\n  passwordSecretRef: postgres-master\n`,
     );
-    const logs = createInterface({ input: child.stderr });
+    return `secretsDir: ${secretsDir}\ndefaultDeletionPolicy: Orphan\n${fragments.join('')}`;
+  }
+
+  async function applyConfig(secretsDir: string, labels: string[]): Promise<void> {
+    const manifest = {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: CONFIG_MAP, namespace: NAMESPACE },
+      data: { 'config.yaml': configYaml(secretsDir, labels) },
+    };
+    const applied = await bed.plane.kubectl(['apply', '-f', '-'], JSON.stringify(manifest));
+    expect(applied.stderr).toBe('');
+  }
+
+  /** The pod's filesystem: each volume mount of the container, projected under `root`. */
+  async function projectVolumes(deployment: KubeObject, root: string): Promise<(path: string) => string> {
+    const spec = (deployment.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+    const container = (spec.containers as Container[])[0]!;
+    const volumes = spec.volumes as Array<{
+      name: string;
+      configMap?: { name: string };
+      secret?: { secretName: string };
+    }>;
+    const inPod = (path: string) => join(root, path);
+    for (const mount of container.volumeMounts) {
+      const volume = volumes.find((v) => v.name === mount.name)!;
+      const dir = inPod(mount.mountPath);
+      await mkdir(dir, { recursive: true });
+      kubelets.push(
+        volume.configMap
+          ? await FakeKubelet.mount(bed.objects, NAMESPACE, volume.configMap.name, dir, 'configmaps')
+          : await FakeKubelet.mount(bed.objects, NAMESPACE, volume.secret!.secretName, dir),
+      );
+    }
+    await Promise.all(kubelets.map((kubelet) => kubelet.settled()));
+    return inPod;
+  }
+
+  function logReader(stream: NodeJS.ReadableStream) {
     const lines: Array<Record<string, unknown>> = [];
+    const reader = createInterface({ input: stream });
+    reader.on('line', (text) => {
+      try {
+        lines.push(JSON.parse(text));
+      } catch {}
+    });
     const logged = (accept: (line: Record<string, unknown>) => boolean) =>
       new Promise<Record<string, unknown>>((resolve) => {
         const found = lines.find(accept);
         if (found) return resolve(found);
-        logs.on('line', (text) => {
+        reader.on('line', (text) => {
           try {
             const line = JSON.parse(text) as Record<string, unknown>;
             if (accept(line)) resolve(line);
           } catch {}
         });
       });
-    logs.on('line', (text) => {
-      try {
-        lines.push(JSON.parse(text));
-      } catch {}
-    });
+    return { lines, logged };
+  }
+
+  it('kubectl apply -f deploy/ succeeds and the Deployment runs as its ServiceAccount', async () => {
+    const applied = await kubectlApply(bed.plane, ['.']); // the whole folder, as the README says
+    expect(applied).toMatch(/customresourcedefinition.*databaseclaims/);
+    expect(applied).toMatch(/deployment\.apps\/hotload-claim-reconciler (created|configured)/);
+    for (const resource of [
+      `configmap/${CONFIG_MAP}`,
+      'secret/postgres-master',
+      `deployment/${DEPLOYMENT}`,
+      `serviceaccount/${CONTROLLER_SERVICE_ACCOUNT.name}`,
+      'rolebinding/hotload-claim-reconciler-leader-election',
+    ]) {
+      expect((await bed.plane.kubectl(['get', resource, '-n', NAMESPACE])).code).toBe(0);
+    }
+    expect((await bed.plane.kubectl(['get', 'clusterrolebinding/hotload-claim-reconciler'])).code).toBe(0);
+
+    // The user's edits: the instance's address, and the master password.
+    const podRoot = join(work.path, 'pod');
+    await applyConfig(join(podRoot, '/var/run/secrets/masters'), ['atlas']);
+    const secret = await bed.plane.kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'postgres-master', namespace: NAMESPACE },
+        stringData: { password: suite.cluster.superuserPassword },
+      }),
+    );
+    expect(secret.stderr).toBe('');
+
+    // The pod, as the kubelet would run it.
+    const deployment = (await bed.objects.request(
+      'GET',
+      `/apis/apps/v1/namespaces/${NAMESPACE}/deployments/${DEPLOYMENT}`,
+    )) as KubeObject;
+    const container = (deployment.spec as { template: { spec: { containers: Container[] } } }).template.spec
+      .containers[0]!;
+    const inPod = await projectVolumes(deployment, podRoot);
+    const podName = `${DEPLOYMENT}-7d4b9c-x2x9q`;
+    const env: Record<string, string> = {
+      KUBECONFIG: bed.plane.writeKubeconfig('controller', await bed.controllerConfig()),
+    };
+    for (const variable of container.env) {
+      const field = variable.valueFrom?.fieldRef?.fieldPath;
+      env[variable.name] =
+        variable.value ??
+        (field === 'metadata.name' ? podName : field === 'metadata.namespace' ? NAMESPACE : '');
+    }
+    // The container's args, with its paths in the projected folders and a free port.
+    const args = container.args.map((arg) =>
+      arg.startsWith('--config=')
+        ? `--config=${inPod(arg.slice('--config='.length))}`
+        : arg.startsWith('--port=')
+          ? '--port=0'
+          : arg,
+    );
+    const child = startCli([...args, '--host', '127.0.0.1'], { env });
+    const { lines, logged } = logReader(child.stderr);
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     try {
       const serving = await logged((line) => typeof line.url === 'string');
       const base = String(serving.url).replace(/\/metrics$/, '');
       await logged((line) => line.msg === 'leading');
-      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec).toMatchObject({
-        holderIdentity: 'pod-1',
-      });
+      const lease = await bed.plane.kubectl(['get', 'lease', DEPLOYMENT, '-n', NAMESPACE, '-o', 'json']);
+      expect(JSON.parse(lease.stdout).spec.holderIdentity).toBe(podName);
 
-      await createReadyClaim(fake, 'apps', 'web');
+      await createReadyClaim(bed.objects, 'apps', 'web');
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
       const metrics = await (await fetch(`${base}/metrics`)).text();
       expect(metrics).toMatch(/^users_created_total 2$/m);
+      expect(metrics).toMatch(
+        /^leader_election_master_status\{name="hotload-system\/hotload-claim-reconciler"\} 1$/m,
+      );
 
-      // A claim for a label the config does not know yet waits; the ConfigMap update fixes it.
-      const waiting = claimReady(fake, 'batch', 'False');
-      fake.create(
+      // A claim for a label the config does not know yet waits; the ConfigMap edit fixes it.
+      const waiting = claimReady(bed.objects, 'batch', 'False');
+      await bed.objects.create(
         CLAIM_PLURAL,
         'apps',
         claimObject('batch', { instanceLabel: 'reports', userName: 'batch', databaseName: 'batch' }, 'apps'),
       );
       await waiting;
-      const ready = claimReady(fake, 'batch');
-      await configMap.write({
-        'config.yaml': configYaml({
-          atlas: { cluster: suite.cluster, passwordFile },
-          reports: { cluster: suite.cluster, passwordFile },
-        }),
-      });
+      const ready = claimReady(bed.objects, 'batch');
+      await applyConfig(join(podRoot, '/var/run/secrets/masters'), ['atlas', 'reports']);
       await ready;
-      expect(fake.get('secrets', 'apps', 'batch')).toBeDefined();
+      expect(await bed.objects.get('secrets', 'apps', 'batch')).toBeDefined();
 
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
-      expect(fake.get('leases', 'ops', 'hotload-claim-reconciler')?.spec).not.toHaveProperty(
-        'holderIdentity',
-      );
+      const released = await bed.objects.get('leases', NAMESPACE, DEPLOYMENT);
+      expect(released?.spec).not.toHaveProperty('holderIdentity');
       expect(lines.map((line) => JSON.stringify(line)).join('\n')).not.toMatch(/password=|"password"/);
+      expect(lines.map((line) => JSON.stringify(line)).join('\n')).not.toContain(
+        suite.cluster.superuserPassword,
+      );
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('a replica that may not write its Lease says plainly that it does not lead, in its log and metrics', async () => {
+    await bed.objects.ensureNamespace('ops');
+    const child = startCli(
+      [
+        'controller',
+        '--config',
+        join(work.path, 'pod', 'etc/hotload/config.yaml'),
+        '--port',
+        '0',
+        '--host',
+        '127.0.0.1',
+        '--leader-elect',
+        // deploy/02-rbac.yaml grants Leases in hotload-system only.
+        '--lease-namespace',
+        'ops',
+        '--identity',
+        'pod-x',
+      ],
+      { env: { KUBECONFIG: bed.plane.writeKubeconfig('controller-x', await bed.controllerConfig()) } },
+    );
+    const { logged } = logReader(child.stderr);
+    try {
+      const serving = await logged((line) => typeof line.url === 'string');
+      const base = String(serving.url).replace(/\/metrics$/, '');
+      const warning = await logged((line) => String(line.msg).startsWith('not leading'));
+      expect(warning.msg).toBe(
+        'not leading: cannot acquire the Lease ops/hotload-claim-reconciler; this replica reconciles nothing until it holds it',
+      );
+      // The API's status and reason, not a dump of the HTTP response.
+      expect(String(warning.error)).toMatch(/^Kubernetes API 403: .*leases/);
+      expect(JSON.stringify(warning)).not.toMatch(/headers|authorization|Bearer/i);
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      expect(metrics).toMatch(/^leader_election_master_status\{name="ops\/hotload-claim-reconciler"\} 0$/m);
+      expect(metrics).toMatch(/^leader_election_errors_total\{name="ops\/hotload-claim-reconciler"\} [1-9]/m);
     } finally {
       child.kill('SIGKILL');
     }

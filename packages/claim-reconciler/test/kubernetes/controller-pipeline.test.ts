@@ -1,44 +1,48 @@
 /**
- * The whole cluster pipeline, with only the API server and the kubelet faked: DatabaseClaim
- * resource → controller → Secret → FAKE kubelet projecting it into a folder (atomic
- * `..data` swap) → hotload-pg pool → queries. Under steady load, a rotation and then the
- * claim's deletion (policy Orphan) fail no query.
+ * The whole cluster pipeline on the REAL control plane, with only the kubelet faked:
+ * DatabaseClaim resource → controller (under its own RBAC) → Secret → FAKE kubelet
+ * projecting it into a folder (atomic `..data` swap) → hotload-pg pool → queries. Under
+ * steady load, a rotation and then the claim's deletion (policy Orphan) fail no query.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'hotload-pg';
-import { type FakeKubeApiServer, FakeKubelet, nextEvent, WorkerLoad } from 'hotload-test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  describeOnControlPlane,
+  FakeKubelet,
+  nextEvent,
+  useKubeTestBed,
+  WorkerLoad,
+} from 'hotload-test-support';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { useReconcilerCluster } from '../fixtures.js';
-import { createReadyClaim, makeController, nextChange, secretData, startFakeApi } from './kube-fixtures.js';
+import { createReadyClaim, deletion, makeController, secretData } from './kube-fixtures.js';
 
-const suite = useReconcilerCluster();
-let fake: FakeKubeApiServer;
-let mountDir: string;
+describeOnControlPlane('claim resource → controller → Secret → kubelet → hotload-pg', () => {
+  const suite = useReconcilerCluster();
+  const bed = useKubeTestBed();
+  let mountDir: string;
 
-beforeAll(async () => {
-  fake = await startFakeApi();
-  mountDir = await mkdtemp(join(tmpdir(), 'fake-kubelet-'));
-});
-afterAll(async () => {
-  await fake?.close();
-  await rm(mountDir, { recursive: true, force: true });
-});
+  beforeAll(async () => {
+    mountDir = await mkdtemp(join(tmpdir(), 'fake-kubelet-'));
+  });
+  afterAll(async () => {
+    await rm(mountDir, { recursive: true, force: true });
+  });
 
-describe('claim resource → controller → Secret → kubelet → hotload-pg', () => {
   it('serves every query through a rotation and the claim deletion', async () => {
     let clock = new Date();
-    const { controller, stop } = makeController(fake, { config: suite.config, now: () => clock });
+    const { controller, stop } = await makeController(bed, { config: suite.config, now: () => clock });
     await controller.start();
     const secretDir = join(mountDir, 'notes-db');
     let kubelet: FakeKubelet | undefined;
     let pool: Pool | undefined;
     let load: WorkerLoad | undefined;
     try {
-      await createReadyClaim(fake, 'notes', 'notes', { secretName: 'notes-db' });
-      kubelet = FakeKubelet.mount(fake, 'notes', 'notes-db', secretDir);
+      await createReadyClaim(bed.objects, 'notes', 'notes', { secretName: 'notes-db' });
+      kubelet = await FakeKubelet.mount(bed.objects, 'notes', 'notes-db', secretDir);
       await kubelet.settled();
 
       pool = new Pool({ max: 4, hotload: { source: { secretDirectory: secretDir } } });
@@ -52,19 +56,16 @@ describe('claim resource → controller → Secret → kubelet → hotload-pg', 
       clock = new Date(clock.getTime() + 61 * 60_000);
       controller.enqueueAll();
       await switched;
-      expect(secretData(fake.get('secrets', 'notes', 'notes-db')).username).toBe('notes_b');
+      expect(secretData(await bed.objects.get('secrets', 'notes', 'notes-db')).username).toBe('notes_b');
       const { rows } = await pool.query<{ user: string }>('SELECT session_user AS user');
       expect(rows[0]?.user).toBe('notes_b');
       await load.moreSucceeded(50);
 
       // Deletion (Orphan): claim and Secret go; the kubelet keeps the last files, the users stay.
-      const gone = nextChange(
-        fake,
-        (c) => c.plural === CLAIM_PLURAL && c.type === 'DELETED' && c.object.metadata.name === 'notes',
-      );
-      fake.delete(CLAIM_PLURAL, 'notes', 'notes');
+      const gone = deletion(bed.objects, CLAIM_PLURAL, 'notes');
+      await bed.objects.delete(CLAIM_PLURAL, 'notes', 'notes');
       await gone;
-      expect(fake.get('secrets', 'notes', 'notes-db')).toBeUndefined();
+      expect(await bed.objects.get('secrets', 'notes', 'notes-db')).toBeUndefined();
       await load.moreSucceeded(50);
 
       await load.stop();
