@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatSlowest, formatUnhandled, slowestFiles } from '../support/summary-reporter.js';
+import { formatNotRun, formatSlowest, formatUnhandled, slowestFiles } from '../support/summary-reporter.js';
 
 describe('summary reporter', () => {
   it('lists the slowest files first, with their durations in seconds', () => {
@@ -30,5 +30,12 @@ describe('summary reporter', () => {
       '',
     ]);
     expect(formatUnhandled([])).toBe('');
+  });
+
+  it('counts the tests not run for want of something, by reason', () => {
+    expect(formatNotRun(new Map([['Go is not installed', 3]]))).toBe(
+      'not run (the machine lacks what they need):\n  3 tests: Go is not installed\n',
+    );
+    expect(formatNotRun(new Map())).toBe('');
   });
 });

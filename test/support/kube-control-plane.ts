@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 // @ts-expect-error: a plain .mjs script (no declarations); the shapes are typed below.
@@ -397,6 +397,8 @@ function apiServerArgs(dir: string, files: ApiServerFiles, etcdUrl: string, port
 
 function launch(binary: string, args: string[], logFile: string): ChildProcess {
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  // For the run's leftover check (global-setup): which processes a folder left behind had.
+  if (child.pid !== undefined) writeFileSync(join(dirname(logFile), 'pids'), `${child.pid}\n`, { flag: 'a' });
   const chunks: Buffer[] = [];
   const keep = (chunk: Buffer) => {
     chunks.push(chunk);

@@ -45,6 +45,19 @@ export function formatUnhandled(
   return `unhandled errors:\n${blocks.join('\n')}\n`;
 }
 
+/** Marks a suite skipped for want of something the machine lacks (see kube-test-bed.ts). */
+const NOT_RUN = /\[not run: ([^\]]+)\]/;
+
+/**
+ * The tests skipped because the machine lacks what they need, by reason:
+ * `not run: 14 tests (no KUBEBUILDER_ASSETS and no built control plane ...)`.
+ */
+export function formatNotRun(reasons: ReadonlyMap<string, number>): string {
+  if (reasons.size === 0) return '';
+  const rows = [...reasons].map(([reason, count]) => `  ${count} test${count === 1 ? '' : 's'}: ${reason}`);
+  return `not run (the machine lacks what they need):\n${rows.join('\n')}\n`;
+}
+
 function fileTime(module: TestModule): FileTime {
   const { collectDuration, duration } = module.diagnostic();
   return { file: module.relativeModuleId, millis: collectDuration + duration };
@@ -53,7 +66,7 @@ function fileTime(module: TestModule): FileTime {
 /**
  * Prints the slowest test files with their durations (so the suite's time is visible),
  * the unhandled errors (if any), then one closing line,
- * `tests: N passed, N failed, N skipped[, N unhandled errors]`, which CI and scripts read
+ * `tests: N passed, N failed, N skipped[, N not run][, N unhandled errors]`, which CI and scripts read
  * regardless of vitest's own summary layout: it stays the last line.
  */
 export default class SummaryReporter implements Reporter {
@@ -61,20 +74,27 @@ export default class SummaryReporter implements Reporter {
     testModules: ReadonlyArray<TestModule>,
     unhandledErrors: ReadonlyArray<SerializedError>,
   ): void {
-    const counts = { passed: 0, failed: 0, skipped: 0 };
+    const counts = { passed: 0, failed: 0, skipped: 0, notRun: 0 };
+    const notRun = new Map<string, number>();
     for (const module of testModules) {
       for (const test of module.children.allTests()) {
         const state = test.result().state;
+        const reason = NOT_RUN.exec(test.fullName)?.[1];
         if (state === 'passed') counts.passed++;
         else if (state === 'failed') counts.failed++;
-        else counts.skipped++;
+        else if (reason !== undefined) {
+          counts.notRun++;
+          notRun.set(reason, (notRun.get(reason) ?? 0) + 1);
+        } else counts.skipped++;
       }
     }
     process.stdout.write(formatSlowest(slowestFiles(testModules.map(fileTime))));
     process.stdout.write(formatUnhandled(unhandledErrors));
+    process.stdout.write(formatNotRun(notRun));
     const unhandled = unhandledErrors.length > 0 ? `, ${unhandledErrors.length} unhandled errors` : '';
+    const missing = counts.notRun > 0 ? `, ${counts.notRun} not run` : '';
     process.stdout.write(
-      `tests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped${unhandled}\n`,
+      `tests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped${missing}${unhandled}\n`,
     );
   }
 }
