@@ -12,7 +12,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -40,8 +40,6 @@ const STOP_TIMEOUT_MS = 10_000;
 
 /** Options of {@link startControlPlane}. */
 export interface ControlPlaneOptions {
-  /** Start kube-controller-manager (garbage collector, namespace controller); default true. */
-  readonly controllerManager?: boolean;
   /**
    * kube-apiserver's watch cache; default true (as in a cluster). With false, watches are
    * served by etcd itself, so a watch from a version etcd compacted away gets `410 Gone`
@@ -72,8 +70,7 @@ export class KubeControlPlane {
   readonly adminKubeconfigFile: string;
   /** The apiserver's audit log (JSON lines, one per request at Metadata level). */
   readonly auditLogFile: string;
-  /** Whether kube-controller-manager runs (so garbage collection happens). */
-  readonly garbageCollector: boolean;
+  #controllerManager = false;
   /** The binaries' folder. */
   readonly binDir: string;
   readonly #adminToken: string;
@@ -88,7 +85,6 @@ export class KubeControlPlane {
     adminToken: string;
     adminKubeconfigFile: string;
     auditLogFile: string;
-    garbageCollector: boolean;
     binDir: string;
     processes: ChildProcess[];
   }) {
@@ -99,10 +95,41 @@ export class KubeControlPlane {
     this.#adminToken = fields.adminToken;
     this.adminKubeconfigFile = fields.adminKubeconfigFile;
     this.auditLogFile = fields.auditLogFile;
-    this.garbageCollector = fields.garbageCollector;
     this.binDir = fields.binDir;
     this.#processes = fields.processes;
     running.add(this);
+  }
+
+  /** Whether kube-controller-manager runs (so garbage collection happens). */
+  get garbageCollector(): boolean {
+    return this.#controllerManager;
+  }
+
+  /**
+   * Starts kube-controller-manager with only the controllers the tests rely on: ownerReference
+   * garbage collection and namespace deletion. Started after the CRDs are Established, so
+   * the collector's first discovery includes them (it re-discovers only every 30 s).
+   * Resolves false when there is no binary (envtest's assets have none).
+   */
+  startControllerManager(): boolean {
+    if (this.#controllerManager) return true;
+    const binary = join(this.binDir, 'kube-controller-manager');
+    if (!existsSync(binary)) return false;
+    this.#processes.push(
+      launch(
+        binary,
+        [
+          `--kubeconfig=${this.adminKubeconfigFile}`,
+          '--controllers=garbagecollector,namespace',
+          '--leader-elect=false',
+          '--secure-port=0',
+          '--concurrent-gc-syncs=5',
+        ],
+        join(this.dir, 'kube-controller-manager.log'),
+      ),
+    );
+    this.#controllerManager = true;
+    return true;
   }
 
   /** A KubeConfig with admin rights (the test's own setup and checks). */
@@ -281,25 +308,6 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     const adminKubeconfigFile = join(dir, 'admin.kubeconfig');
     writeFileSync(adminKubeconfigFile, adminConfig.exportConfig(), { mode: 0o600 });
 
-    const wantGc = options.controllerManager ?? true;
-    const kcmBinary = join(binDir, 'kube-controller-manager');
-    const garbageCollector = wantGc && readFileIfPresent(kcmBinary, 'latin1') !== '';
-    if (garbageCollector) {
-      processes.push(
-        launch(
-          kcmBinary,
-          [
-            `--kubeconfig=${adminKubeconfigFile}`,
-            // Only what the tests rely on: ownerReference garbage collection and namespace deletion.
-            '--controllers=garbagecollector,namespace',
-            '--leader-elect=false',
-            '--secure-port=0',
-            '--concurrent-gc-syncs=5',
-          ],
-          join(dir, 'kube-controller-manager.log'),
-        ),
-      );
-    }
     return new KubeControlPlane({
       url,
       etcdUrl,
@@ -308,7 +316,6 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       adminToken,
       adminKubeconfigFile,
       auditLogFile: files.auditLog,
-      garbageCollector,
       binDir,
       processes,
     });
@@ -382,6 +389,9 @@ function apiServerArgs(dir: string, files: ApiServerFiles, etcdUrl: string, port
     '--advertise-address=127.0.0.1',
     `--cert-dir=${join(dir, 'pki')}`,
     '--authorization-mode=RBAC',
+    // Off by default, on in many distributions: setting blockOwnerDeletion then needs
+    // `update` on the owner's finalizers, which deploy/02-rbac.yaml grants for that reason.
+    '--enable-admission-plugins=OwnerReferencesPermissionEnforcement',
     `--token-auth-file=${files.tokens}`,
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     `--service-account-key-file=${files.saPublic}`,
@@ -431,13 +441,9 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-function readFileIfPresent(file: string, encoding: BufferEncoding = 'utf8'): string {
+function readFileIfPresent(file: string): string {
   try {
-    return encoding === 'latin1'
-      ? readFileSync(file).length > 0
-        ? 'present'
-        : ''
-      : readFileSync(file, encoding);
+    return readFileSync(file, 'utf8');
   } catch {
     return '';
   }

@@ -9,6 +9,7 @@
  * suite that needs the control plane, reported as not run (with the reason) where there is
  * none, and failed instead when `HOTLOAD_REQUIRE_CONTROL_PLANE=1` (CI).
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -56,7 +57,9 @@ export async function kubectlApply(plane: KubeControlPlane, files: readonly stri
 }
 
 /** Starts a control plane with deploy/'s namespace, CRD and RBAC. */
-export async function startKubeTestBed(options: ControlPlaneOptions = {}): Promise<KubeTestBed> {
+export async function startKubeTestBed(
+  options: ControlPlaneOptions & { controllerManager?: boolean } = {},
+): Promise<KubeTestBed> {
   const plane = await startControlPlane(options);
   try {
     await kubectlApply(plane, ['00-namespace.yaml', '01-crd.yaml', '02-rbac.yaml']);
@@ -67,6 +70,7 @@ export async function startKubeTestBed(options: ControlPlaneOptions = {}): Promi
       `crd/${CLAIM_RESOURCE.plural}.${CLAIM_RESOURCE.group}`,
     ]);
     if (established.code !== 0) throw new Error(`CRD not Established: ${established.stderr}`);
+    if (options.controllerManager !== false) plane.startControllerManager();
     const objects = await KubeObjects.open(
       plane.adminConfig(),
       [CLAIM_RESOURCE],
@@ -87,7 +91,9 @@ export async function startKubeTestBed(options: ControlPlaneOptions = {}): Promi
 }
 
 /** The test bed of the enclosing file: started in `beforeAll`, stopped in `afterAll`. */
-export function useKubeTestBed(options: ControlPlaneOptions = {}): KubeTestBed {
+export function useKubeTestBed(
+  options: ControlPlaneOptions & { controllerManager?: boolean } = {},
+): KubeTestBed {
   let bed: KubeTestBed | undefined;
   beforeAll(async () => {
     bed = await startKubeTestBed(options);
@@ -112,23 +118,35 @@ export function useKubeTestBed(options: ControlPlaneOptions = {}): KubeTestBed {
 }
 
 /**
- * `describe` for a suite that needs the real control plane. Without one, the suite is
+ * `describe` for a suite that needs the real control plane (and the optional binaries in
+ * `needs`, e.g. kube-controller-manager, which envtest's assets lack). Without, the suite is
  * skipped under a title saying why (counted as "not run" in the summary line), or, with
  * `HOTLOAD_REQUIRE_CONTROL_PLANE=1`, declared so that it fails with the reason.
  */
-export function describeOnControlPlane(name: string, body: () => void): void {
+export function describeOnControlPlane(
+  name: string,
+  body: () => void,
+  { needs = [] }: { needs?: readonly string[] } = {},
+): void {
   const located = locateControlPlane();
-  if (!('missing' in located)) {
+  const absent = 'dir' in located ? needs.filter((binary) => !existsSync(join(located.dir, binary))) : [];
+  const missing =
+    'missing' in located
+      ? located.missing
+      : absent.length > 0
+        ? `${located.dir} has no ${absent.join(', ')}`
+        : undefined;
+  if (missing === undefined) {
     describe(name, body);
   } else if (process.env.HOTLOAD_REQUIRE_CONTROL_PLANE === '1') {
     describe(name, () => {
       beforeAll(() => {
-        throw new Error(`HOTLOAD_REQUIRE_CONTROL_PLANE=1 but ${located.missing}`);
+        throw new Error(`HOTLOAD_REQUIRE_CONTROL_PLANE=1 but ${missing}`);
       });
       body();
     });
   } else {
-    describe.skip(`${name} ${NOT_RUN_MARK}${located.missing}]`, body);
+    describe.skip(`${name} ${NOT_RUN_MARK}${missing}]`, body);
   }
 }
 

@@ -10,6 +10,7 @@ import {
   type KubeObject,
   type KubeObjects,
   type KubeTestBed,
+  type NextEventOptions,
   nextEvent,
 } from 'hotload-test-support';
 import type { ReconcilerConfig } from '../../src/index.js';
@@ -69,8 +70,12 @@ export async function makeController(
 }
 
 /** Resolves with the next change `feed` sees that `accept` takes. */
-export function nextChange(feed: ChangeFeed, accept: (change: FakeChange) => boolean): Promise<FakeChange> {
-  return nextEvent<FakeChange>(feed, 'change', accept);
+export function nextChange(
+  feed: ChangeFeed,
+  accept: (change: FakeChange) => boolean,
+  options?: NextEventOptions,
+): Promise<FakeChange> {
+  return nextEvent<FakeChange>(feed, 'change', accept, options);
 }
 
 /** The next change of claim `name` whose Ready condition is `status`. */
