@@ -5,8 +5,16 @@
  * Events; a rotation updates the Secret in place; deletion applies the deletion policy
  * behind the finalizer.
  */
-import { describeOnControlPlane, useKubeTestBed } from 'hotload-test-support';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  CONTROLLER_SERVICE_ACCOUNT,
+  DEPLOY_DIR,
+  describeOnControlPlane,
+  useKubeTestBed,
+} from 'hotload-test-support';
 import { afterEach, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
 import { parseReconcilerConfig } from '../../src/index.js';
 import type { ClaimController } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
@@ -189,5 +197,32 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['gone']);
     expect(rows).toHaveLength(0);
     expect(await bed.objects.get(CLAIM_PLURAL, 'shop', 'gone')).toBeUndefined();
+  });
+
+  it('needed every verb deploy/02-rbac.yaml grants it (Leases: the leader election test), and was never refused', async () => {
+    const user = `system:serviceaccount:${CONTROLLER_SERVICE_ACCOUNT.namespace}:${CONTROLLER_SERVICE_ACCOUNT.name}`;
+    const requests = bed.plane.auditEntries().filter((entry) => entry.user.username === user);
+    const refused = requests.filter((entry) => entry.responseStatus?.code === 403);
+    expect(refused.map((entry) => `${entry.verb} ${entry.requestURI}`)).toEqual([]);
+    const used = new Set(
+      requests.map(
+        (e) =>
+          `${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.verb}`,
+      ),
+    );
+    const granted = parseAllDocuments(await readFile(join(DEPLOY_DIR, '02-rbac.yaml'), 'utf8'))
+      .map(
+        (document) =>
+          document.toJS() as { kind: string; rules?: Array<{ resources: string[]; verbs: string[] }> },
+      )
+      .filter((document) => document.kind === 'ClusterRole')
+      .flatMap((role) => role.rules ?? [])
+      .flatMap((rule) =>
+        rule.resources.flatMap((resource) => rule.verbs.map((verb) => `${resource} ${verb}`)),
+      );
+    // With OwnerReferencesPermissionEnforcement, setting blockOwnerDeletion is authorized
+    // against the owner's finalizers: a check the server makes, not a request in the log.
+    const checkedOnly = ['databaseclaims/finalizers update'];
+    expect(granted.filter((grant) => !used.has(grant) && !checkedOnly.includes(grant))).toEqual([]);
   });
 });
