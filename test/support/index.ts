@@ -38,6 +38,7 @@ export {
   runProcess,
   startControlPlane,
 } from './kube-control-plane.js';
+export { KubeFaultProxy, type ProxiedRequest } from './kube-fault-proxy.js';
 export { BUILTIN_TYPES, KubeApiError, KubeObjects, type KubeResourceType } from './kube-objects.js';
 export {
   CLAIM_RESOURCE,
@@ -50,7 +51,11 @@ export {
   startKubeTestBed,
   useKubeTestBed,
 } from './kube-test-bed.js';
-export { findLeftoverClusters, removeLeftoverClusters } from './leftover-clusters.js';
+export {
+  findLeftoverClusters,
+  findLeftoverControlPlanes,
+  removeLeftoverClusters,
+} from './leftover-clusters.js';
 export {
   DEFAULT_NEXT_EVENT_TIMEOUT_MILLIS,
   type EventSource,

@@ -1,16 +1,18 @@
 /**
  * The controller when the API misbehaves or races it, on the REAL control plane (real
- * PostgreSQL): watch connections cut by a TCP fault proxy between the controller and
- * kube-apiserver; `410 Gone` after a real etcd compaction (watch cache off, so watches are
- * etcd's own); a status write that gets a real `409 Conflict` (another writer goes first,
- * through the test's hold on the controller's client); a claim deleted while its reconcile
- * runs.
+ * PostgreSQL): connections reset by a TCP fault proxy; `5xx` answers and watch streams
+ * ended by an HTTPS fault proxy of ours between the controller and kube-apiserver; `410
+ * Gone` after a real etcd compaction (watch cache off, so watches are etcd's own); a status
+ * write that gets a real `409 Conflict` (another writer goes first, through the test's hold
+ * on the controller's client); a claim deleted while its reconcile runs.
  */
 import {
   CONTROLLER_SERVICE_ACCOUNT,
   describeOnControlPlane,
   FaultProxy,
+  KubeFaultProxy,
   nextEvent,
+  type ProxiedRequest,
   useKubeTestBed,
 } from 'hotload-test-support';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
@@ -28,31 +30,40 @@ import {
 
 describeOnControlPlane('the controller', () => {
   const suite = useReconcilerCluster();
-  // Watches served by etcd itself (no watch cache) and ended every 5–10 s, so a re-watch
-  // from a compacted version meets etcd's real 410 Gone.
-  const bed = useKubeTestBed({ watchCache: false, minRequestTimeoutSeconds: 5 });
+  // Watches served by etcd itself (no watch cache), so a re-watch from a compacted version
+  // meets etcd's real 410 Gone.
+  const bed = useKubeTestBed({ watchCache: false });
   const serviceAccountUser = `system:serviceaccount:${CONTROLLER_SERVICE_ACCOUNT.namespace}:${CONTROLLER_SERVICE_ACCOUNT.name}`;
   let proxy: FaultProxy;
+  let faults: KubeFaultProxy;
   let running: RunningController | undefined;
 
   beforeAll(async () => {
     const { hostname, port } = new URL(bed.plane.url);
     proxy = await FaultProxy.start({ host: hostname, port: Number(port) });
+    faults = await KubeFaultProxy.start(bed.plane);
   });
   afterEach(async () => {
     await proxy.resume();
+    faults.clearFaults();
     await running?.stop();
     running = undefined;
   });
   afterAll(async () => {
     await proxy?.close();
+    await faults?.close();
   });
 
-  async function start(onStep?: StepHook): Promise<ClaimController> {
+  /** A controller reaching the server through `via` (default: the HTTPS fault proxy). */
+  async function start(
+    onStep?: StepHook,
+    via: 'tcp' | 'https' = 'https',
+    namespaces?: string[],
+  ): Promise<ClaimController> {
     running = await makeController(
       bed,
       { config: suite.config, onStep },
-      { server: `https://127.0.0.1:${proxy.port}` },
+      { server: via === 'tcp' ? `https://127.0.0.1:${proxy.port}` : faults.url, namespaces },
     );
     await running.controller.start();
     return running.controller;
@@ -62,8 +73,8 @@ describeOnControlPlane('the controller', () => {
     return { instanceLabel: 'atlas', userName: name, databaseName: name };
   }
 
-  it('reconnects after its watch connections are cut, missing no claim', async () => {
-    const controller = await start();
+  it('reconnects after its connections are reset, missing no claim', async () => {
+    const controller = await start(undefined, 'tcp');
     const reconnected = nextEvent(controller, 'watch-connect');
     proxy.resetAll();
     await reconnected;
@@ -73,52 +84,57 @@ describeOnControlPlane('the controller', () => {
   });
 
   it('relists after a real 410 Gone: a re-watch from a version etcd compacted away', async () => {
-    const controller = await start();
-    await (async () => {
-      const ready = claimReady(bed.objects, 'before-compaction');
-      await bed.objects.create(
-        CLAIM_PLURAL,
-        'team',
-        claimObject('before-compaction', spec('before_compaction'), 'team'),
-      );
-      await ready;
-    })();
+    // One namespace of its own, so no other claim's reconcile moves its watch forward.
+    const controller = await start(undefined, 'https', ['compaction']);
+    const reconciled = nextEvent<KeyReconciled>(
+      controller,
+      'reconciled',
+      (r) => r.key === 'compaction/quiet',
+    );
+    await bed.objects.create(CLAIM_PLURAL, 'compaction', claimObject('quiet', spec('quiet'), 'compaction'));
+    await reconciled;
     // Move etcd past the controller's last version (a write it does not watch), compact
-    // there; the server ends the watch (--min-request-timeout) and the re-watch from the old
-    // version is answered 410 Gone by etcd.
+    // there, and end the controller's watch as the server does at its request timeout: the
+    // re-watch from the old version is answered 410 Gone by etcd.
     await bed.objects.create('configmaps', 'team', { metadata: { name: 'bump' }, data: { a: 'b' } });
     const compactedAt = await bed.plane.compact();
-    const relisted = () =>
-      bed.plane
-        .auditEntries()
-        .some(
-          (entry) =>
-            entry.user.username === serviceAccountUser &&
-            entry.verb === 'list' &&
-            entry.objectRef?.resource === CLAIM_PLURAL &&
-            Date.parse(entry.stageTimestamp ?? '') > compactedAtTime,
-        );
-    const compactedAtTime = Date.now();
-    while (!relisted()) await nextEvent(controller, 'watch-connect', () => true, { timeoutMillis: 30_000 });
-    const staleWatches = bed.plane
-      .auditEntries()
-      .filter(
-        (entry) =>
-          entry.user.username === serviceAccountUser &&
-          entry.verb === 'watch' &&
-          entry.objectRef?.resource === CLAIM_PLURAL &&
-          Number(new URL(entry.requestURI, 'https://x').searchParams.get('resourceVersion')) < compactedAt &&
-          Date.parse(entry.stageTimestamp ?? '') > compactedAtTime,
-      );
-    expect(staleWatches.length).toBeGreaterThan(0);
+    const requests: ProxiedRequest[] = [];
+    const record = (request: ProxiedRequest) => requests.push(request);
+    faults.on('request', record);
+    const claims = (r: ProxiedRequest) => new URL(r.path, 'https://x').pathname.endsWith(`/${CLAIM_PLURAL}`);
+    const watching = (r: ProxiedRequest) => new URL(r.path, 'https://x').searchParams.get('watch') === 'true';
+    const relisted = nextEvent<ProxiedRequest>(faults, 'request', (r) => claims(r) && !watching(r));
+    expect(faults.endWatches()).toBeGreaterThan(0);
+    await relisted;
+    faults.off('request', record);
+    // First the re-watch from the version etcd no longer has, then (after its 410) the list.
+    const rewatch = requests.find((r) => claims(r) && watching(r));
+    expect(Number(new URL(rewatch!.path, 'https://x').searchParams.get('resourceVersion'))).toBeLessThan(
+      compactedAt,
+    );
     // And it still works: a new claim is reconciled.
     const ready = claimReady(bed.objects, 'after-compaction');
     await bed.objects.create(
       CLAIM_PLURAL,
-      'team',
-      claimObject('after-compaction', spec('after_compaction'), 'team'),
+      'compaction',
+      claimObject('after-compaction', spec('after_compaction'), 'compaction'),
     );
     await ready;
+  });
+
+  it('retries 5xx answers to its writes (Secret create, status update) until the claim is Ready', async () => {
+    await start();
+    const injected: string[] = [];
+    faults.on('fault', (request: ProxiedRequest, status: number) =>
+      injected.push(`${status} ${request.method}`),
+    );
+    faults.failNext((r) => r.method === 'POST' && r.path.startsWith('/api/v1/namespaces/team/secrets'), 500);
+    faults.failNext((r) => r.method === 'PUT' && r.path.endsWith('/databaseclaims/flaky/status'), 503);
+    const ready = claimReady(bed.objects, 'flaky');
+    await bed.objects.create(CLAIM_PLURAL, 'team', claimObject('flaky', spec('flaky'), 'team'));
+    await ready;
+    expect(injected.sort()).toEqual(['500 POST', '503 PUT']);
+    expect(await bed.objects.get('secrets', 'team', 'flaky')).toBeDefined();
   });
 
   it('re-reads and retries a status write that got a real 409 Conflict', async () => {
