@@ -44,7 +44,7 @@ import {
   type AuditEntry,
   CLAIM_RESOURCE,
   CONTROLLER_SERVICE_ACCOUNT,
-  type FakeChange,
+  type KubeChange,
   type KubeControlPlane,
   KubeObjects,
   locateControlPlane,
@@ -254,7 +254,7 @@ async function boundedAll(
   await Promise.all(Array.from({ length: Math.min(limit, count) }, runner));
 }
 
-function isReady(object: FakeChange['object']): boolean {
+function isReady(object: KubeChange['object']): boolean {
   const conditions = (object.status as { conditions?: Array<{ type: string; status: string }> } | undefined)
     ?.conditions;
   return conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
@@ -321,7 +321,7 @@ async function measure(
     const ready = new Set<string>();
     let timer: NodeJS.Timeout | undefined;
     const allReady = new Promise<void>((resolve, reject) => {
-      objects.on('change', ({ type, plural, object }: FakeChange) => {
+      objects.on('change', ({ type, plural, object }: KubeChange) => {
         if (plural !== CLAIM_PLURAL || type === 'DELETED' || !isReady(object)) return;
         ready.add(`${object.metadata.namespace}/${object.metadata.name}`);
         if (ready.size === CLAIMS) resolve();

@@ -7,7 +7,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import { AtomicSecretWriter } from 'hotload-core';
-import type { FakeChange, KubeObject } from './fake-kube-apiserver.js';
+import type { KubeChange, KubeObject } from './kube-objects.js';
 
 /** What the kubelet follows: `change` events and a read of one object. */
 export interface SecretFeed extends Pick<EventEmitter, 'on' | 'removeListener'> {
@@ -23,7 +23,7 @@ export type VolumeSource = 'secrets' | 'configmaps';
 
 export class FakeKubelet {
   readonly #writer: AtomicSecretWriter;
-  readonly #listener: (change: FakeChange) => void;
+  readonly #listener: (change: KubeChange) => void;
   #writes: Promise<unknown> = Promise.resolve();
   #followed = false;
   /** Number of projections that changed the folder. */

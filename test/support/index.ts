@@ -16,16 +16,6 @@ export {
   setPassword,
 } from './app-database.js';
 export { type AppDatabaseSuite, type RotatingDriver, useAppDatabases } from './app-database-suite.js';
-export {
-  CORE_FAKE_TYPES,
-  type FakeChange,
-  FakeKubeApiServer,
-  type FakeResourceType,
-  type FakeWrite,
-  type KubeMetadata,
-  type KubeObject,
-  type WatchEventType,
-} from './fake-kube-apiserver.js';
 export { FakeKubelet } from './fake-kubelet.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { isolatedNodeEnv } from './isolated-env.js';
@@ -39,7 +29,16 @@ export {
   startControlPlane,
 } from './kube-control-plane.js';
 export { KubeFaultProxy, type ProxiedRequest } from './kube-fault-proxy.js';
-export { BUILTIN_TYPES, KubeApiError, KubeObjects, type KubeResourceType } from './kube-objects.js';
+export {
+  BUILTIN_TYPES,
+  KubeApiError,
+  type KubeChange,
+  type KubeMetadata,
+  type KubeObject,
+  KubeObjects,
+  type KubeResourceType,
+  type WatchEventType,
+} from './kube-objects.js';
 export {
   CLAIM_RESOURCE,
   CONTROLLER_SERVICE_ACCOUNT,

@@ -1,8 +1,8 @@
 /**
  * The test's own view of a REAL API server, as an admin: create, read, update and delete
- * objects by plural name, and a `change` event for every change a watch of the given types
- * sees (the same {@link FakeChange} shape the fake emits), so a test waits for what it
- * means ("the claim's Ready status became True") instead of sleeping.
+ * objects by plural name, and a `change` event ({@link KubeChange}) for every change a
+ * watch of the given types sees, so a test waits for what it means ("the claim's Ready
+ * status became True") instead of sleeping.
  *
  * Watches start from the resourceVersion of an initial list, so no change made after
  * {@link KubeObjects.open} resolves is missed, however late the stream connects.
@@ -11,7 +11,39 @@ import { EventEmitter } from 'node:events';
 import { request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type KubeConfig, Watch } from '@kubernetes/client-node';
-import type { FakeChange, KubeObject, WatchEventType } from './fake-kube-apiserver.js';
+
+/** An API object: plain JSON as the API returns it. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: KubeMetadata;
+  [field: string]: unknown;
+}
+
+/** The `metadata` fields tests read. */
+export interface KubeMetadata {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  finalizers?: string[];
+  ownerReferences?: Array<{ uid: string; kind: string; name: string; apiVersion: string }>;
+  labels?: Record<string, string>;
+  [field: string]: unknown;
+}
+
+/** Watch event types of object changes. */
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** A change a watch saw: emitted by {@link KubeObjects} as `change`. */
+export interface KubeChange {
+  readonly type: WatchEventType;
+  readonly plural: string;
+  readonly object: KubeObject;
+}
 
 /** A resource type by its REST coordinates. */
 export interface KubeResourceType {
@@ -46,7 +78,7 @@ export class KubeApiError extends Error {
   }
 }
 
-/** See the module comment. Emits `change` ({@link FakeChange}). */
+/** See the module comment. Emits `change` ({@link KubeChange}). */
 export class KubeObjects extends EventEmitter {
   readonly #config: KubeConfig;
   readonly #types: Map<string, KubeResourceType>;
@@ -226,7 +258,7 @@ export class KubeObjects extends EventEmitter {
           }
           if (object.metadata?.resourceVersion) resourceVersion = object.metadata.resourceVersion;
           if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED') {
-            this.emit('change', { type: type as WatchEventType, plural, object } satisfies FakeChange);
+            this.emit('change', { type: type as WatchEventType, plural, object } satisfies KubeChange);
           }
         },
         // The server ends watches after a while (--min-request-timeout): resume from the last version.

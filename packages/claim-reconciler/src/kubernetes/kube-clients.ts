@@ -34,7 +34,7 @@ export function kubeClients(config: KubeConfig): KubeClients {
 
 /**
  * Clients for an API server reached at a plain URL with no credentials of its own, such as
- * `kubectl proxy` (`http://127.0.0.1:8001`) or a test's fake API server.
+ * `kubectl proxy` (`http://127.0.0.1:8001`).
  */
 export function kubeClientsForUrl(server: string): KubeClients {
   const config = new KubeConfig();

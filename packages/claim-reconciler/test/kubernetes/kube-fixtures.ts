@@ -6,7 +6,7 @@
  */
 import {
   type EventSource,
-  type FakeChange,
+  type KubeChange,
   type KubeObject,
   type KubeObjects,
   type KubeTestBed,
@@ -22,8 +22,8 @@ import {
 } from '../../src/kubernetes/kube-claim-reconciler.js';
 import { type KubeClients, kubeClients } from '../../src/kubernetes/kube-clients.js';
 
-/** Anything that emits `change` ({@link FakeChange}): {@link KubeObjects}, or the fake. */
-export type ChangeFeed = EventSource<FakeChange>;
+/** Anything that emits `change` ({@link KubeChange}): {@link KubeObjects}, or the fake. */
+export type ChangeFeed = EventSource<KubeChange>;
 
 /** A DatabaseClaim object. */
 export function claimObject(name: string, spec: Record<string, unknown>, namespace = 'default'): KubeObject {
@@ -72,10 +72,10 @@ export async function makeController(
 /** Resolves with the next change `feed` sees that `accept` takes. */
 export function nextChange(
   feed: ChangeFeed,
-  accept: (change: FakeChange) => boolean,
+  accept: (change: KubeChange) => boolean,
   options?: NextEventOptions,
-): Promise<FakeChange> {
-  return nextEvent<FakeChange>(feed, 'change', accept, options);
+): Promise<KubeChange> {
+  return nextEvent<KubeChange>(feed, 'change', accept, options);
 }
 
 /** The next change of claim `name` whose Ready condition is `status`. */
@@ -83,7 +83,7 @@ export function claimReady(
   feed: ChangeFeed,
   name: string,
   status: 'True' | 'False' = 'True',
-): Promise<FakeChange> {
+): Promise<KubeChange> {
   return nextChange(
     feed,
     (change) =>
@@ -95,7 +95,7 @@ export function claimReady(
 }
 
 /** The next deletion (gone for good) of an object of `plural` named `name`. */
-export function deletion(feed: ChangeFeed, plural: string, name: string): Promise<FakeChange> {
+export function deletion(feed: ChangeFeed, plural: string, name: string): Promise<KubeChange> {
   return nextChange(
     feed,
     (c) => c.plural === plural && c.type === 'DELETED' && c.object.metadata.name === name,
@@ -138,7 +138,7 @@ export async function createReadyClaim(
   namespace: string,
   name: string,
   spec: Record<string, unknown> = {},
-): Promise<FakeChange> {
+): Promise<KubeChange> {
   const ready = claimReady(objects, name);
   const base = name.replaceAll('-', '_');
   await objects.create(
