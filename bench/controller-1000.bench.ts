@@ -142,8 +142,8 @@ class TimedReconciler implements ClaimReconcilePort {
   reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile> {
     return this.reconcileTime.time(() => this.inner.reconcile(claim, this.#timed(ports)));
   }
-  finalize(...[claim, ports]: Parameters<ClaimReconcilePort['finalize']>): Promise<ClaimReconcile> {
-    return this.inner.finalize(claim, this.#timed(ports));
+  finalize(...[claim, ports, options]: Parameters<ClaimReconcilePort['finalize']>): Promise<ClaimReconcile> {
+    return this.inner.finalize(claim, this.#timed(ports), options);
   }
   #timed(ports: ClaimPorts): ClaimPorts {
     return {

@@ -33,7 +33,8 @@ export async function cleanUpBindings(
       continue;
     }
     try {
-      await dropBinding(context, claimKey, binding, actions);
+      if (context.keepDataBecause !== undefined) await disableBinding(context, claimKey, binding, actions);
+      else await dropBinding(context, claimKey, binding, actions);
     } catch (error) {
       context.usage.add(binding);
       pending.push(binding);
@@ -41,6 +42,46 @@ export async function cleanUpBindings(
     }
   }
   return { bindings: pending, errors };
+}
+
+/** The deletion guard's `Delete`: data and roles stay, the login users can no longer log in. */
+async function disableBinding(
+  context: ClaimContext,
+  claimKey: string,
+  binding: Binding,
+  actions: string[],
+): Promise<void> {
+  const where = `${instanceId(binding)}/${binding.databaseName}`;
+  const provisioner = await provisionerFor(context, claimKey, binding);
+  const disabled = await provisioner.disableLogins();
+  actions.push(
+    `${DATA_KEPT} ${where} and its roles (policy Delete, but ${context.keepDataBecause})` +
+      (disabled.length > 0 ? `; disabled login of ${disabled.join(', ')}` : ''),
+  );
+}
+
+/** How the action of a binding kept by the deletion guard starts. */
+export const DATA_KEPT = 'kept database';
+
+async function provisionerFor(
+  context: ClaimContext,
+  claimKey: string,
+  binding: Binding,
+): Promise<Provisioner> {
+  const fragment = context.config.fragmentKeys.get(binding.label);
+  if (!fragment) throw new Error(`fragment key ${binding.label} is no longer configured`);
+  const master = await context.connections.get({
+    label: binding.label,
+    host: binding.host,
+    port: binding.port,
+    fragment,
+  });
+  return Provisioner.create(
+    master,
+    claimNames(binding.userName, binding.databaseName),
+    claimKey,
+    context.onStep,
+  );
 }
 
 async function dropBinding(
@@ -51,20 +92,7 @@ async function dropBinding(
 ): Promise<void> {
   const { usage } = context;
   const where = `${instanceId(binding)}/${binding.databaseName}`;
-  const fragment = context.config.fragmentKeys.get(binding.label);
-  if (!fragment) throw new Error(`fragment key ${binding.label} is no longer configured`);
-  const master = await context.connections.get({
-    label: binding.label,
-    host: binding.host,
-    port: binding.port,
-    fragment,
-  });
-  const provisioner = Provisioner.create(
-    master,
-    claimNames(binding.userName, binding.databaseName),
-    claimKey,
-    context.onStep,
-  );
+  const provisioner = await provisionerFor(context, claimKey, binding);
   let databaseLeft = usage.databaseInUse(binding);
   if (databaseLeft) {
     actions.push(`kept ${where}: another claim uses it`);

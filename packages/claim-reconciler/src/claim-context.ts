@@ -28,4 +28,10 @@ export interface ClaimContext {
   readonly publisher?: string;
   /** Record `publisher` even where another one is recorded (that output is gone for good). */
   readonly takeOver?: boolean;
+  /**
+   * Set while a deleted claim is cleaned up without leave to drop data (the controller's
+   * deletion guard): a `Delete` policy then keeps the database and roles and only disables
+   * the login users. The text says why, for the action and the Event.
+   */
+  readonly keepDataBecause?: string;
 }

@@ -44,6 +44,8 @@ export {
 } from './kubernetes/claim-controller.js';
 export { claimCustomResourceDefinition } from './kubernetes/claim-crd.js';
 export {
+  ALLOW_DELETE_ANNOTATION,
+  allowsDataDeletion,
   CLAIM_FINALIZER,
   CLAIM_GROUP,
   CLAIM_PLURAL,
@@ -64,7 +66,7 @@ export {
 } from './kubernetes/kube-secret-sink.js';
 export { type LeaderElectionOptions, LeaderElector } from './kubernetes/leader-election.js';
 export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
-export type { ClaimReconcilePort } from './kubernetes/reconcile-port.js';
+export type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './kubernetes/reconcile-port.js';
 export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';

@@ -273,6 +273,27 @@ export class Provisioner {
   }
 
   /**
+   * Takes the login users' access away and keeps everything else (the controller's deletion
+   * guard): `NOLOGIN` on each login user this reconciler created, then their sessions are
+   * ended, so the old credentials stop working at once. Resolves with the users disabled.
+   */
+  async disableLogins(): Promise<string[]> {
+    const { roles } = await this.observe();
+    const disabled = this.names.users.filter((user) => roles.get(user)?.managed === true);
+    for (const user of disabled) {
+      if (await this.step(`disable-login ${user}`))
+        await this.master.query(`ALTER ROLE ${quoteIdentifier(user)} NOLOGIN`);
+    }
+    if (disabled.length > 0 && (await this.step('terminate-sessions'))) {
+      await this.master.query(
+        'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = ANY($1::text[]) AND pid <> pg_backend_pid()',
+        [disabled],
+      );
+    }
+    return disabled;
+  }
+
+  /**
    * Drops the two login users and the base role (the `Delete` policy), but only those this
    * reconciler created ({@link MANAGED_ROLE_MARKER}); any other role of that name is kept.
    */

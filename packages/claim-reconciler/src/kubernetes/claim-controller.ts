@@ -9,6 +9,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { HotloadLogger } from 'hotload-core';
+import { DATA_KEPT } from '../binding-cleanup.js';
 import type { ClaimReconcile } from '../claim-outcome.js';
 import type { ClaimPorts } from '../claim-ports.js';
 import type { ClaimRef } from './claim-api.js';
@@ -16,7 +17,14 @@ import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './claim-finalizer.js';
 import { ClaimInformer } from './claim-informer.js';
-import { type ClaimResource, claimFromResource, resourceKey, secretNameOf } from './claim-resource.js';
+import {
+  ALLOW_DELETE_ANNOTATION,
+  allowsDataDeletion,
+  type ClaimResource,
+  claimFromResource,
+  resourceKey,
+  secretNameOf,
+} from './claim-resource.js';
 import { stateFromStatus, statusFields, writeClaimStatus } from './claim-status-writer.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
@@ -182,7 +190,9 @@ export class ClaimController extends EventEmitter {
   ): Promise<WorkOutcome> {
     if (!hasFinalizer(resource)) return this.#done({ key, outcome: 'gone' });
     const { ports, store } = this.#ports(claim, resource);
-    const result = await this.#options.reconciler.finalize(claim, ports);
+    const result = await this.#options.reconciler.finalize(claim, ports, {
+      allowDataDeletion: allowsDataDeletion(resource),
+    });
     if (result.error) {
       const recorded = store.recorded;
       await this.#writeStatus(ref, recorded?.kind === 'written' ? statusFields(recorded.status) : {}, {
@@ -195,6 +205,15 @@ export class ClaimController extends EventEmitter {
       return { kind: 'failed' };
     }
     await this.#event(ref, eventFor('deleted', result.outcome.actions, undefined)!);
+    const kept = result.outcome.actions.filter((action) => action.startsWith(DATA_KEPT));
+    if (kept.length > 0) {
+      // Said where `kubectl describe` shows it: the data is still there, on purpose.
+      await this.#event(ref, {
+        type: 'Warning',
+        reason: 'DataKept',
+        message: `${kept.join('; ')}; to drop it, delete a claim annotated ${ALLOW_DELETE_ANNOTATION}: "true"`,
+      });
+    }
     await removeFinalizer(this.#options.clients, ref);
     return this.#done({ key, outcome: 'finalized' });
   }

@@ -19,7 +19,7 @@
 import { z } from 'zod';
 import { CLAIM_KIND, CLAIM_NAME_PATTERNS, CLAIM_SPEC_SCHEMA, USER_NAME_MAX_BYTES } from '../claim-schema.js';
 import { MAX_IDENTIFIER_BYTES, SAFE_NAME } from '../sql-identifiers.js';
-import { CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from './claim-resource.js';
+import { ALLOW_DELETE_ANNOTATION, CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from './claim-resource.js';
 
 type Schema = Record<string, unknown>;
 
@@ -67,6 +67,16 @@ function anyCase(...words: string[]): string {
   return `^(${words.map(letters).join('|')})$`;
 }
 
+/** What `deletionPolicy` does, as `kubectl explain` shows it. */
+function deletionPolicyDescription(): string {
+  return (
+    "What happens to the database and roles when the claim is deleted (default: the config's defaultDeletionPolicy). " +
+    'Orphan: everything stays. Delete: the database and roles this reconciler created are dropped, ' +
+    `but only when the claim is annotated ${ALLOW_DELETE_ANNOTATION}: "true"; without that annotation the ` +
+    'database and roles are kept, the login users are disabled (NOLOGIN, sessions ended) and a DataKept Event says so.'
+  );
+}
+
 /** Per-field admission constraints, from the reconciler's own patterns and limits. */
 const ADMISSION: Record<string, Schema> = {
   userName: { pattern: SAFE_NAME.source, maxLength: USER_NAME_MAX_BYTES },
@@ -78,8 +88,11 @@ const ADMISSION: Record<string, Schema> = {
   host: { pattern: CLAIM_NAME_PATTERNS.host.source, maxLength: 253 },
   dsnName: { pattern: CLAIM_NAME_PATTERNS.secretKey.source, maxLength: 201 },
   type: { pattern: anyCase('postgres') },
-  deletionPolicy: { pattern: anyCase('Delete', 'Orphan') },
-  deletePolicy: { pattern: anyCase('Delete', 'Orphan') },
+  deletionPolicy: { pattern: anyCase('Delete', 'Orphan'), description: deletionPolicyDescription() },
+  deletePolicy: {
+    pattern: anyCase('Delete', 'Orphan'),
+    description: `The database controller's older spelling of deletionPolicy. ${deletionPolicyDescription()}`,
+  },
 };
 
 /** The database name a spec resolves to (as the reconciler resolves it), in CEL. */

@@ -13,6 +13,20 @@ export const CLAIM_GROUP = 'persistance.atlas.infoblox.com';
 export const CLAIM_VERSION = 'v1';
 /** Resource (plural) name in API paths. */
 export const CLAIM_PLURAL = 'databaseclaims';
+/**
+ * The annotation that allows the controller to drop data: with `deletionPolicy: Delete`, a
+ * deleted claim's database and roles are dropped only when the claim carries
+ * `hotload-claim-reconciler/allow-delete: "true"` (as Config Connector's deletion-policy
+ * annotation, an explicit word on the object itself). Without it a plain `kubectl delete`
+ * keeps the database, disables the login users and says so in a `DataKept` Event.
+ */
+export const ALLOW_DELETE_ANNOTATION = 'hotload-claim-reconciler/allow-delete';
+
+/** Whether `resource` carries {@link ALLOW_DELETE_ANNOTATION} set to `"true"`. */
+export function allowsDataDeletion(resource: ClaimResource): boolean {
+  return resource.metadata.annotations?.[ALLOW_DELETE_ANNOTATION] === 'true';
+}
+
 /** Finalizer the controller puts on every claim it manages. */
 export const CLAIM_FINALIZER = 'persistance.atlas.infoblox.com/hotload-claim-reconciler';
 
@@ -60,6 +74,7 @@ export interface ClaimMetadata {
   generation?: number;
   deletionTimestamp?: string | Date;
   finalizers?: string[];
+  annotations?: Record<string, string>;
   [field: string]: unknown;
 }
 

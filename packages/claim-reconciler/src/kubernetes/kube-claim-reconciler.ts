@@ -18,7 +18,8 @@ import { terminal } from '../reconcile-result.js';
 import type { ReconcilerConfig } from '../reconciler-config.js';
 import type { StepHook } from '../steps.js';
 import { UsageIndex } from '../usage-index.js';
-import type { ClaimIdentity, ClaimReconcilePort } from './reconcile-port.js';
+import { ALLOW_DELETE_ANNOTATION } from './claim-resource.js';
+import type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './reconcile-port.js';
 
 /** Options of {@link KubeClaimReconciler}. */
 export interface KubeClaimReconcilerOptions {
@@ -93,7 +94,7 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
   }
 
   /** {@inheritDoc ClaimReconcilePort.finalize} */
-  async finalize(claim: ClaimIdentity, ports: ClaimPorts): Promise<ClaimReconcile> {
+  async finalize(claim: ClaimIdentity, ports: ClaimPorts, options: FinalizeOptions): Promise<ClaimReconcile> {
     const statuses = await ports.statuses.list();
     const own = await ports.statuses.read(claim.namespace, claim.secretName);
     const sink = ports.secretFor(claim.namespace, claim.secretName);
@@ -109,7 +110,10 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
       for (const retired of status.retired) usage.add(retired);
       if (status.binding) usage.add(status.binding);
     }
-    return deleteClaim(this.#context(ports, usage), own);
+    const keepDataBecause = options.allowDataDeletion
+      ? undefined
+      : `the claim has no annotation ${ALLOW_DELETE_ANNOTATION}: "true"`;
+    return deleteClaim({ ...this.#context(ports, usage), keepDataBecause }, own);
   }
 
   /** Closes the master connections. */

@@ -11,6 +11,15 @@ import type { DatabaseClaim } from '../claim-schema.js';
 /** Which claim, and which Secret it writes. */
 export type ClaimIdentity = Pick<DatabaseClaim, 'key' | 'namespace' | 'secretName'>;
 
+/** How a deleted claim is finalized. */
+export interface FinalizeOptions {
+  /**
+   * Whether the claim allows dropping data (`hotload-claim-reconciler/allow-delete: "true"`).
+   * When false, a `Delete` policy keeps the database and roles and disables the login users.
+   */
+  readonly allowDataDeletion: boolean;
+}
+
 /** One reconcile of one claim; the controller never runs two for the same claim at once. */
 export interface ClaimReconcilePort {
   /** Who publishes ({@link ClaimPorts.publisherId}). */
@@ -22,5 +31,5 @@ export interface ClaimReconcilePort {
    * identity is needed (the recorded state decides), so a claim whose spec no longer
    * validates is cleaned up too.
    */
-  finalize(claim: ClaimIdentity, ports: ClaimPorts): Promise<ClaimReconcile>;
+  finalize(claim: ClaimIdentity, ports: ClaimPorts, options: FinalizeOptions): Promise<ClaimReconcile>;
 }

@@ -13,6 +13,7 @@ import {
   describeOnControlPlane,
   useKubeTestBed,
 } from 'hotload-test-support';
+import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseReconcilerConfig } from '../../src/index.js';
@@ -20,6 +21,7 @@ import type { ClaimController } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { canLogin, useReconcilerCluster } from '../fixtures.js';
 import {
+  ALLOW_DELETE,
   claimObject,
   claimReady,
   createReadyClaim,
@@ -147,7 +149,7 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
 
   it('a claim edited into an invalid spec is still cleaned up by its recorded policy on deletion', async () => {
     await (await start()).start();
-    await createReadyClaim(bed.objects, 'shop', 'edited', { deletionPolicy: 'Delete' });
+    await createReadyClaim(bed.objects, 'shop', 'edited', { deletionPolicy: 'Delete' }, ALLOW_DELETE);
     const invalid = claimReady(bed.objects, 'edited', 'False');
     // Admission accepts it (the field is preserved); only the reconciler refuses it.
     await bed.objects.patch(CLAIM_PLURAL, 'shop', 'edited', { spec: { enableSuperUser: true } });
@@ -188,7 +190,7 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
 
   it('deletion applies the policy (Delete drops the database) and then removes the finalizer', async () => {
     await (await start()).start();
-    await createReadyClaim(bed.objects, 'shop', 'gone', { deletionPolicy: 'Delete' });
+    await createReadyClaim(bed.objects, 'shop', 'gone', { deletionPolicy: 'Delete' }, ALLOW_DELETE);
     expect(await bed.objects.get('secrets', 'shop', 'gone')).toBeDefined();
     const deleted = deletion(bed.objects, CLAIM_PLURAL, 'gone');
     await bed.objects.delete(CLAIM_PLURAL, 'shop', 'gone');
@@ -197,6 +199,44 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['gone']);
     expect(rows).toHaveLength(0);
     expect(await bed.objects.get(CLAIM_PLURAL, 'shop', 'gone')).toBeUndefined();
+  });
+
+  it('a plain kubectl delete of a Delete-policy claim keeps the data: database kept, logins disabled, a DataKept event', async () => {
+    await (await start()).start();
+    const created = (await createReadyClaim(bed.objects, 'shop', 'ledger', { deletionPolicy: 'Delete' }))
+      .object;
+    const data = secretData(await bed.objects.get('secrets', 'shop', 'ledger'));
+    const session = new pg.Client(
+      suite.cluster.connectionConfig({ user: data.username!, password: data.password!, database: 'ledger' }),
+    );
+    await session.connect();
+    await session.query('CREATE TABLE keep_me (id int); INSERT INTO keep_me VALUES (1)');
+    const ended = new Promise<void>((resolve) => session.on('error', () => resolve()));
+    const kept = nextChange(bed.objects, (c) => c.plural === 'events' && c.object.reason === 'DataKept');
+    const gone = deletion(bed.objects, CLAIM_PLURAL, 'ledger');
+    const deleted = await bed.plane.kubectl([
+      'delete',
+      'databaseclaim',
+      'ledger',
+      '-n',
+      'shop',
+      '--wait=false',
+    ]);
+    expect(deleted.code).toBe(0);
+    await gone;
+    const event = (await kept).object;
+    expect(event.type).toBe('Warning');
+    expect(event.message).toContain('kept database');
+    expect(event.message).toContain('hotload-claim-reconciler/allow-delete');
+    expect((event.involvedObject as { uid: string }).uid).toBe(created.metadata.uid);
+    // The data stays; the users' access does not: no new login, and the open session ended.
+    const { rows } = await suite.cluster.query<{ id: number }>('SELECT id FROM keep_me', [], 'ledger');
+    expect(rows).toEqual([{ id: 1 }]);
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'ledger')).toBe(false);
+    await ended;
+    await session.end().catch(() => {});
+    // The Secret is gone with the claim (the controller removes it).
+    expect(await bed.objects.get('secrets', 'shop', 'ledger')).toBeUndefined();
   });
 
   it('needed every verb deploy/02-rbac.yaml grants it (Leases: the leader election test), and was never refused', async () => {

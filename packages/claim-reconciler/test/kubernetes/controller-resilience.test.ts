@@ -21,6 +21,7 @@ import type { ClaimController, KeyReconciled } from '../../src/kubernetes/claim-
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { useReconcilerCluster } from '../fixtures.js';
 import {
+  ALLOW_DELETE,
   claimObject,
   claimReady,
   deletion,
@@ -186,7 +187,7 @@ describeOnControlPlane('the controller', () => {
     await bed.objects.create(
       CLAIM_PLURAL,
       'team',
-      claimObject('doomed', { ...spec('doomed'), deletionPolicy: 'Delete' }, 'team'),
+      claimObject('doomed', { ...spec('doomed'), deletionPolicy: 'Delete' }, 'team', ALLOW_DELETE),
     );
     await gone;
     await finalized;

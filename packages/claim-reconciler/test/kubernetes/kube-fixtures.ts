@@ -15,7 +15,12 @@ import {
 } from 'hotload-test-support';
 import type { ReconcilerConfig } from '../../src/index.js';
 import { ClaimController, type ClaimControllerOptions } from '../../src/kubernetes/claim-controller.js';
-import { CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from '../../src/kubernetes/claim-resource.js';
+import {
+  ALLOW_DELETE_ANNOTATION,
+  CLAIM_GROUP,
+  CLAIM_PLURAL,
+  CLAIM_VERSION,
+} from '../../src/kubernetes/claim-resource.js';
 import {
   KubeClaimReconciler,
   type KubeClaimReconcilerOptions,
@@ -25,12 +30,20 @@ import { type KubeClients, kubeClients } from '../../src/kubernetes/kube-clients
 /** Anything that emits `change` ({@link KubeChange}): {@link KubeObjects}, or the fake. */
 export type ChangeFeed = EventSource<KubeChange>;
 
+/** The annotation that lets a `Delete` policy drop data (the controller's deletion guard). */
+export const ALLOW_DELETE = { [ALLOW_DELETE_ANNOTATION]: 'true' } as const;
+
 /** A DatabaseClaim object. */
-export function claimObject(name: string, spec: Record<string, unknown>, namespace = 'default'): KubeObject {
+export function claimObject(
+  name: string,
+  spec: Record<string, unknown>,
+  namespace = 'default',
+  annotations?: Record<string, string>,
+): KubeObject {
   return {
     apiVersion: `${CLAIM_GROUP}/${CLAIM_VERSION}`,
     kind: 'DatabaseClaim',
-    metadata: { name, namespace },
+    metadata: { name, namespace, ...(annotations ? { annotations } : {}) },
     spec,
   };
 }
@@ -138,13 +151,19 @@ export async function createReadyClaim(
   namespace: string,
   name: string,
   spec: Record<string, unknown> = {},
+  annotations?: Record<string, string>,
 ): Promise<KubeChange> {
   const ready = claimReady(objects, name);
   const base = name.replaceAll('-', '_');
   await objects.create(
     CLAIM_PLURAL,
     namespace,
-    claimObject(name, { instanceLabel: 'atlas', userName: base, databaseName: base, ...spec }, namespace),
+    claimObject(
+      name,
+      { instanceLabel: 'atlas', userName: base, databaseName: base, ...spec },
+      namespace,
+      annotations,
+    ),
   );
   return ready;
 }
