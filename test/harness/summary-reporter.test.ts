@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { formatNotRun, formatSlowest, formatUnhandled, slowestFiles } from '../support/summary-reporter.js';
+import {
+  formatFailures,
+  formatNotRun,
+  formatSlowest,
+  formatUnhandled,
+  slowestFiles,
+} from '../support/summary-reporter.js';
 
 describe('summary reporter', () => {
   it('lists the slowest files first, with their durations in seconds', () => {
@@ -37,5 +43,23 @@ describe('summary reporter', () => {
       'not run (the machine lacks what they need):\n  3 tests: Go is not installed\n',
     );
     expect(formatNotRun(new Map())).toBe('');
+  });
+
+  it('lists the failures, each with the first line of its error, cut at 200 characters', () => {
+    const text = formatFailures([
+      { where: 'a.test.ts > suite > test', error: 'expected 1 to be 2\n- Expected\n+ Received' },
+      { where: 'b.test.ts > hooked', error: 'x'.repeat(300) },
+      { where: 'c.test.ts' },
+    ]);
+    expect(text.split('\n')).toEqual([
+      'failed:',
+      '  a.test.ts > suite > test',
+      '    expected 1 to be 2',
+      '  b.test.ts > hooked',
+      `    ${'x'.repeat(199)}…`,
+      '  c.test.ts',
+      '',
+    ]);
+    expect(formatFailures([])).toBe('');
   });
 });

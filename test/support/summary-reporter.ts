@@ -1,4 +1,4 @@
-import type { Reporter, SerializedError, TestModule } from 'vitest/node';
+import type { Reporter, SerializedError, TestModule, TestSuite } from 'vitest/node';
 
 /** How many of the slowest test files the summary lists. */
 const SLOWEST_FILES = 10;
@@ -45,6 +45,50 @@ export function formatUnhandled(
   return `unhandled errors:\n${blocks.join('\n')}\n`;
 }
 
+/** One failure of a run: a failed test, or a suite or file that failed outside its tests. */
+export interface Failure {
+  /** `file > suite > test` (a suite's or file's own error: `file > suite` or `file`). */
+  readonly where: string;
+  /** The first line of its (first) error's message, if any. */
+  readonly error?: string;
+}
+
+/** Characters kept of a failure's error line. */
+const FAILURE_ERROR_CHARS = 200;
+
+/**
+ * The failures again, one per line with its first error line, so a log's tail (and
+ * scripts/test-stress.mjs, which reads this block) says which tests failed.
+ */
+export function formatFailures(failures: ReadonlyArray<Failure>): string {
+  if (failures.length === 0) return '';
+  const rows = failures.map(({ where, error }) => {
+    const line = error?.split('\n', 1)[0]?.trim() ?? '';
+    const short = line.length > FAILURE_ERROR_CHARS ? `${line.slice(0, FAILURE_ERROR_CHARS - 1)}…` : line;
+    return short === '' ? `  ${where}` : `  ${where}\n    ${short}`;
+  });
+  return `failed:\n${rows.join('\n')}\n`;
+}
+
+/** A failed test, or the errors of a suite or file outside its tests (collection, beforeAll/afterAll). */
+function failuresOf(module: TestModule): Failure[] {
+  const failures: Failure[] = [];
+  const own = (entity: TestModule | TestSuite, where: string): void => {
+    const errors = entity.errors();
+    if (errors.length > 0) failures.push({ where, error: errors[0]?.message });
+  };
+  own(module, module.relativeModuleId);
+  for (const suite of module.children.allSuites())
+    own(suite, `${module.relativeModuleId} > ${suite.fullName}`);
+  for (const test of module.children.allTests('failed')) {
+    failures.push({
+      where: `${module.relativeModuleId} > ${test.fullName}`,
+      error: test.result().errors?.[0]?.message,
+    });
+  }
+  return failures;
+}
+
 /** Marks a suite skipped for want of something the machine lacks (see kube-test-bed.ts). */
 const NOT_RUN = /\[not run: ([^\]]+)\]/;
 
@@ -65,7 +109,7 @@ function fileTime(module: TestModule): FileTime {
 
 /**
  * Prints the slowest test files with their durations (so the suite's time is visible),
- * the unhandled errors (if any), then one closing line,
+ * the failed tests and suites (if any), the unhandled errors (if any), then one closing line,
  * `tests: N passed, N failed, N skipped[, N not run][, N unhandled errors]`, which CI and scripts read
  * regardless of vitest's own summary layout: it stays the last line.
  */
@@ -76,7 +120,9 @@ export default class SummaryReporter implements Reporter {
   ): void {
     const counts = { passed: 0, failed: 0, skipped: 0, notRun: 0 };
     const notRun = new Map<string, number>();
+    const failures: Failure[] = [];
     for (const module of testModules) {
+      failures.push(...failuresOf(module));
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         const reason = NOT_RUN.exec(test.fullName)?.[1];
@@ -89,6 +135,7 @@ export default class SummaryReporter implements Reporter {
       }
     }
     process.stdout.write(formatSlowest(slowestFiles(testModules.map(fileTime))));
+    process.stdout.write(formatFailures(failures));
     process.stdout.write(formatUnhandled(unhandledErrors));
     process.stdout.write(formatNotRun(notRun));
     const unhandled = unhandledErrors.length > 0 ? `, ${unhandledErrors.length} unhandled errors` : '';
