@@ -40,10 +40,15 @@ export function nextConditions(
       message: result.error.message,
     };
   } else {
+    // A pass that changed nothing keeps the message of the last one that did: a resync of
+    // an unchanged claim then writes no status at all.
+    const before = previous?.find((condition) => condition.type === 'Synced');
+    const quiet =
+      result.outcome.actions.length === 0 && before?.status === 'True' && before.reason === REASON_RECONCILED;
     synced = {
       status: 'True',
       reason: REASON_RECONCILED,
-      message: result.outcome.actions.join('; ') || result.outcome.result,
+      message: quiet ? before.message : result.outcome.actions.join('; ') || result.outcome.result,
     };
   }
   const ready = published

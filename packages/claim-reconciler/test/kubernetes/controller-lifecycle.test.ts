@@ -17,7 +17,7 @@ import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { parseReconcilerConfig } from '../../src/index.js';
-import type { ClaimController } from '../../src/kubernetes/claim-controller.js';
+import type { ClaimController, KeyReconciled } from '../../src/kubernetes/claim-controller.js';
 import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { canLogin, useReconcilerCluster } from '../fixtures.js';
 import {
@@ -201,6 +201,29 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect(await bed.objects.get(CLAIM_PLURAL, 'shop', 'gone')).toBeUndefined();
   });
 
+  it('a resync of unchanged claims writes nothing: no status, Secret or Event write', async () => {
+    // Its own namespace: the claims elsewhere in this file are left failing on purpose.
+    const config = parseReconcilerConfig(suite.configText, suite.configFile);
+    running = await makeController(bed, { config, now: () => clock }, { namespaces: ['resync'] });
+    const controller = running.controller;
+    await controller.start();
+    const created = settle(controller, 3);
+    for (const name of ['r-one', 'r-two', 'r-three']) await createReadyClaim(bed.objects, 'resync', name);
+    expect(await created).toEqual(['created', 'created', 'created']);
+    const before = bed.plane.auditEntries().length;
+    const outcomes = settle(controller, 3);
+    controller.enqueueAll();
+    expect(await outcomes).toEqual(['unchanged', 'unchanged', 'unchanged']);
+    const writes = bed.plane
+      .auditEntries()
+      .slice(before)
+      .filter(
+        (e) =>
+          e.user.username.startsWith('system:serviceaccount:') && !['get', 'list', 'watch'].includes(e.verb),
+      );
+    expect(writes.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+  });
+
   it('a plain kubectl delete of a Delete-policy claim keeps the data: database kept, logins disabled, a DataKept event', async () => {
     await (await start()).start();
     const created = (await createReadyClaim(bed.objects, 'shop', 'ledger', { deletionPolicy: 'Delete' }))
@@ -266,3 +289,17 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect(granted.filter((grant) => !used.has(grant) && !checkedOnly.includes(grant))).toEqual([]);
   });
 });
+
+/** Resolves with the outcomes of the next `count` reconciles of `controller`. */
+function settle(controller: ClaimController, count: number): Promise<string[]> {
+  return new Promise((resolve) => {
+    const outcomes: string[] = [];
+    const listener = (event: KeyReconciled) => {
+      outcomes.push(event.outcome);
+      if (outcomes.length < count) return;
+      controller.off('reconciled', listener);
+      resolve(outcomes);
+    };
+    controller.on('reconciled', listener);
+  });
+}
