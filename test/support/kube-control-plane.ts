@@ -192,6 +192,26 @@ export class KubeControlPlane {
     return revision;
   }
 
+  /**
+   * The audit log's entries once every request answered before this call is in it: the
+   * apiserver writes an entry just after the response, so a test that saw the effect of a
+   * request may read the log a moment before its entry. This makes a marker request and
+   * waits for the marker's entry (written after the earlier ones).
+   */
+  async settledAuditEntries(): Promise<AuditEntry[]> {
+    const marker = `audit-marker-${randomBytes(6).toString('hex')}`;
+    await this.#adminFetch(`/api/v1/namespaces/${marker}`, {});
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const entries = this.auditEntries();
+      if (entries.some((entry) => entry.objectRef?.name === marker)) return entries;
+      if (Date.now() > deadline)
+        throw new Error('the audit log did not record the marker request within 10 s');
+      // A file append has no event to wait for (fs.watch is unreliable across platforms).
+      await sleep(20);
+    }
+  }
+
   /** The audit log's entries so far (`verb`, `requestURI`, `user.username`, `responseStatus.code`, ...). */
   auditEntries(): AuditEntry[] {
     let text: string;

@@ -54,6 +54,14 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
   it('gets a database, an owned Opaque Secret, status conditions and a Created event', async () => {
     await (await start()).start();
     const ready = claimReady(bed.objects, 'orders');
+    // The Event is recorded after the status write: wait for it, not for Ready alone.
+    const createdEvent = nextChange(
+      bed.objects,
+      (c) =>
+        c.plural === 'events' &&
+        c.object.reason === 'Created' &&
+        (c.object.involvedObject as { name: string }).name === 'orders',
+    );
     const created = await bed.objects.create(
       CLAIM_PLURAL,
       'shop',
@@ -102,6 +110,7 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
       expect.objectContaining({ type: 'Ready', status: 'True', observedGeneration: 1 }),
       expect.objectContaining({ type: 'Synced', status: 'True', reason: 'Reconciled' }),
     ]);
+    await createdEvent;
     const events = await eventsFor(bed.objects, 'shop', 'orders');
     expect(events.map((e) => e.reason)).toContain('Created');
     // Never the password: not in the status, not in an event.
@@ -210,12 +219,11 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     const created = settle(controller, 3);
     for (const name of ['r-one', 'r-two', 'r-three']) await createReadyClaim(bed.objects, 'resync', name);
     expect(await created).toEqual(['created', 'created', 'created']);
-    const before = bed.plane.auditEntries().length;
+    const before = (await bed.plane.settledAuditEntries()).length;
     const outcomes = settle(controller, 3);
     controller.enqueueAll();
     expect(await outcomes).toEqual(['unchanged', 'unchanged', 'unchanged']);
-    const writes = bed.plane
-      .auditEntries()
+    const writes = (await bed.plane.settledAuditEntries())
       .slice(before)
       .filter(
         (e) =>
@@ -264,7 +272,7 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
 
   it('needed every verb deploy/02-rbac.yaml grants it (Leases: the leader election test), and was never refused', async () => {
     const user = `system:serviceaccount:${CONTROLLER_SERVICE_ACCOUNT.namespace}:${CONTROLLER_SERVICE_ACCOUNT.name}`;
-    const requests = bed.plane.auditEntries().filter((entry) => entry.user.username === user);
+    const requests = (await bed.plane.settledAuditEntries()).filter((entry) => entry.user.username === user);
     const refused = requests.filter((entry) => entry.responseStatus?.code === 403);
     expect(refused.map((entry) => `${entry.verb} ${entry.requestURI}`)).toEqual([]);
     const used = new Set(

@@ -143,31 +143,46 @@ describeOnControlPlane('the controller', () => {
     // Someone else updates the claim between the controller's read and its status write:
     // the write goes to the real server with a stale resourceVersion.
     let touched = false;
+    const answers: Array<number | undefined> = [];
     const custom = running!.clients.custom;
     const replaceStatus = custom.replaceNamespacedCustomObjectStatus.bind(custom);
     custom.replaceNamespacedCustomObjectStatus = (async (param: Parameters<typeof replaceStatus>[0]) => {
-      if (!touched && param.name === 'contended') {
+      if (param.name !== 'contended') return replaceStatus(param);
+      if (!touched) {
         touched = true;
         await bed.objects.patch(CLAIM_PLURAL, 'team', 'contended', {
           metadata: { labels: { touched: 'yes' } },
         });
       }
-      return replaceStatus(param);
+      try {
+        const written = await replaceStatus(param);
+        answers.push(200);
+        return written;
+      } catch (error) {
+        answers.push((error as { code?: number }).code);
+        throw error;
+      }
     }) as typeof custom.replaceNamespacedCustomObjectStatus;
     const ready = claimReady(bed.objects, 'contended');
+    const reconciled = nextEvent<KeyReconciled>(
+      running!.controller,
+      'reconciled',
+      (r) => r.key === 'team/contended',
+    );
     await bed.objects.create(CLAIM_PLURAL, 'team', claimObject('contended', spec('contended'), 'team'));
     const claim = (await ready).object;
+    await reconciled;
     expect(touched).toBe(true);
     expect(claim.metadata.labels).toEqual({ touched: 'yes' });
-    const statusWrites = bed.plane
-      .auditEntries()
-      .filter(
-        (entry) =>
-          entry.objectRef?.name === 'contended' &&
-          entry.objectRef.subresource === 'status' &&
-          entry.verb === 'update' &&
-          entry.user.username === serviceAccountUser,
-      );
+    // The server's answers as the controller got them, and as the server logged them.
+    expect(answers).toEqual([409, 200]);
+    const statusWrites = (await bed.plane.settledAuditEntries()).filter(
+      (entry) =>
+        entry.objectRef?.name === 'contended' &&
+        entry.objectRef.subresource === 'status' &&
+        entry.verb === 'update' &&
+        entry.user.username === serviceAccountUser,
+    );
     expect(statusWrites.map((entry) => entry.responseStatus?.code)).toEqual([409, 200]);
   });
 

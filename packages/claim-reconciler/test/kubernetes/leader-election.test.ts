@@ -97,9 +97,9 @@ describeOnControlPlane('leader election', () => {
     await createReadyClaim(bed.objects, 'team', 'ha-two');
     expect((await rechecked).outcome).toBe('unchanged');
     expect(secretData(await bed.objects.get('secrets', 'team', 'ha'))).toEqual(published);
-    const secretWrites = bed.plane
-      .auditEntries()
-      .filter((e) => e.verb === 'update' && e.objectRef?.resource === 'secrets' && e.objectRef.name === 'ha');
+    const secretWrites = (await bed.plane.settledAuditEntries()).filter(
+      (e) => e.verb === 'update' && e.objectRef?.resource === 'secrets' && e.objectRef.name === 'ha',
+    );
     expect(secretWrites).toEqual([]);
     expect(overlaps).toEqual([]);
     // Never refused by the server (a Lease it cannot parse would be a 400 every retry period).
