@@ -171,8 +171,10 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect(await bed.objects.get('secrets', 'shop', 'edited')).toBeUndefined();
   });
 
-  it('never overwrites a Secret of that name that the claim does not own', async () => {
-    await (await start()).start();
+  it('never overwrites a Secret of that name that the claim does not own; its retries fold into one Event', async () => {
+    const controller = await start();
+    await controller.start();
+    const failures = countReconciles(controller, 'shop/intruder', 4);
     await bed.objects.create('secrets', 'shop', {
       apiVersion: 'v1',
       kind: 'Secret',
@@ -195,6 +197,14 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect(synced.reason).toBe('ReconcileError');
     expect(synced.message).toContain('not owned by DatabaseClaim intruder');
     expect((await bed.objects.get('secrets', 'shop', 'taken'))?.data).toEqual({ keep: 'bWluZQ==' });
+    // Retried with backoff, failing the same way each time: one Event, its count going up
+    // (as client-go's recorder folds repeats), not one Event per attempt.
+    expect(await failures).toEqual(['error', 'error', 'error', 'error']);
+    const failed = (await eventsFor(bed.objects, 'shop', 'intruder')).filter(
+      (e) => e.reason === 'ReconcileFailed',
+    );
+    expect(failed).toHaveLength(1);
+    expect(failed[0]?.count).toBeGreaterThanOrEqual(4);
   });
 
   it('deletion applies the policy (Delete drops the database) and then removes the finalizer', async () => {
@@ -303,6 +313,21 @@ function settle(controller: ClaimController, count: number): Promise<string[]> {
   return new Promise((resolve) => {
     const outcomes: string[] = [];
     const listener = (event: KeyReconciled) => {
+      outcomes.push(event.outcome);
+      if (outcomes.length < count) return;
+      controller.off('reconciled', listener);
+      resolve(outcomes);
+    };
+    controller.on('reconciled', listener);
+  });
+}
+
+/** Resolves with the outcomes of the next `count` reconciles of `key`. */
+function countReconciles(controller: ClaimController, key: string, count: number): Promise<string[]> {
+  return new Promise((resolve) => {
+    const outcomes: string[] = [];
+    const listener = (event: KeyReconciled) => {
+      if (event.key !== key) return;
       outcomes.push(event.outcome);
       if (outcomes.length < count) return;
       controller.off('reconciled', listener);
