@@ -69,10 +69,11 @@ function anyCase(...words: string[]): string {
 
 /** What `deletionPolicy` does, as `kubectl explain` shows it. */
 function deletionPolicyDescription(): string {
+  // No quotes and no colon-space: the YAML stays a plain scalar, as the formatter keeps it.
   return (
-    "What happens to the database and roles when the claim is deleted (default: the config's defaultDeletionPolicy). " +
-    'Orphan: everything stays. Delete: the database and roles this reconciler created are dropped, ' +
-    `but only when the claim is annotated ${ALLOW_DELETE_ANNOTATION}: "true"; without that annotation the ` +
+    'What happens to the database and roles when the claim is deleted (by default the defaultDeletionPolicy of the reconciler config). ' +
+    'Orphan keeps everything. Delete drops the database and roles this reconciler created, ' +
+    `but only when the claim has the annotation ${ALLOW_DELETE_ANNOTATION}=true; without it the ` +
     'database and roles are kept, the login users are disabled (NOLOGIN, sessions ended) and a DataKept Event says so.'
   );
 }
@@ -91,7 +92,7 @@ const ADMISSION: Record<string, Schema> = {
   deletionPolicy: { pattern: anyCase('Delete', 'Orphan'), description: deletionPolicyDescription() },
   deletePolicy: {
     pattern: anyCase('Delete', 'Orphan'),
-    description: `The database controller's older spelling of deletionPolicy. ${deletionPolicyDescription()}`,
+    description: `The older spelling of deletionPolicy (the database controller). ${deletionPolicyDescription()}`,
   },
 };
 
