@@ -10,8 +10,9 @@
  * and removed only if it is still the one judged stale, so two breakers never both win.
  */
 import { randomBytes } from 'node:crypto';
-import { link, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { link, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** A lock held by another host is taken over after this long (no pid check across hosts). */
@@ -82,6 +83,49 @@ async function breakIfStale(path: string): Promise<boolean> {
   }
   await rm(aside, { force: true });
   return true;
+}
+
+/**
+ * What a holder killed midway left beside lock `path` (full paths): its own copy
+ * (`<path>.<pid>.<random>.tmp`, written before the link) or a stale lock it had moved aside
+ * (`<path>.stale.<pid>.<random>`). Only leftovers whose writer is gone are listed: a copy
+ * by the holder it names (as a lock is judged, so a live process on another host sharing
+ * the volume keeps its file), an unreadable copy once older than
+ * {@link FOREIGN_LOCK_STALE_MILLIS}, a moved-aside lock when the process that moved it is
+ * gone (removing it under a live breaker only makes that breaker try again).
+ */
+export async function lockLeftovers(path: string): Promise<string[]> {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}.`;
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return [];
+  }
+  const left: string[] = [];
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const rest = name.slice(prefix.length);
+    const copy = /^(\d+)\.[0-9a-f]{8}\.tmp$/.exec(rest);
+    const aside = /^stale\.(\d+)\.[0-9a-f]{8}$/.exec(rest);
+    const file = join(dir, name);
+    if (copy && (await copyIsLeftOver(file))) left.push(file);
+    else if (aside && !processExists(Number(aside[1]))) left.push(file);
+  }
+  return left;
+}
+
+async function copyIsLeftOver(file: string): Promise<boolean> {
+  const holder = parseHolder(await readFile(file, 'utf8').catch(() => ''));
+  if (holder) return isStale(holder);
+  const written = await stat(file).catch(() => undefined);
+  return written !== undefined && Date.now() - written.mtimeMs > FOREIGN_LOCK_STALE_MILLIS;
+}
+
+/** Removes what {@link lockLeftovers} lists now. */
+export async function removeLockLeftovers(path: string): Promise<void> {
+  for (const file of await lockLeftovers(path)) await rm(file, { force: true });
 }
 
 function parseHolder(text: string): Holder | undefined {

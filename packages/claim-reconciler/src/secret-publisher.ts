@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
 import type { ClaimPorts, SecretSink } from './claim-ports.js';
 import { FolderStatusStore } from './claim-status.js';
-import { withFolderLock } from './folder-lock.js';
+import { lockLeftovers, removeLockLeftovers, withFolderLock } from './folder-lock.js';
 import { folderPublisherId } from './publisher-id.js';
 import type { SslModeSetting } from './reconciler-config.js';
 
@@ -174,14 +174,18 @@ export class SecretPublisher implements SecretSink {
     return secretDiffers((key) => current[key]?.toString('utf8'), Object.keys(current).length, wanted);
   }
 
-  /** What a publish killed midway left: folders `..data` does not point to. */
-  stale(): Promise<string[]> {
-    return this.#writer.staleEntries();
+  /**
+   * What a publish killed midway left: folders `..data` does not point to, and the lock's
+   * leftovers whose writer is gone (see `lockLeftovers`).
+   */
+  async stale(): Promise<string[]> {
+    return [...(await this.#writer.staleEntries()), ...(await lockLeftovers(this.lockFile))];
   }
 
   /** Removes what {@link SecretPublisher.stale} lists (it may hold a previous password that still works). */
   async sweep(): Promise<void> {
     await this.#writer.sweep();
+    await removeLockLeftovers(this.lockFile);
   }
 
   /** Runs `work` holding the secret's lock file (see `folder-lock.ts`). */

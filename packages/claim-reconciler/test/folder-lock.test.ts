@@ -4,10 +4,12 @@
  * holder killed mid-write (empty file) or by another host long ago is taken over.
  */
 import { spawn } from 'node:child_process';
-import { readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FOREIGN_LOCK_STALE_MILLIS, withFolderLock } from '../src/folder-lock.js';
+import { SecretPublisher } from '../src/secret-publisher.js';
 import { tempDir } from './fixtures.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
@@ -70,5 +72,38 @@ describe('withFolderLock', () => {
     const lock = join(dir.path, 'missing', '.lock.default.app');
     expect(await withFolderLock(lock, async () => 'ran')).toBe('ran');
     expect(await readdir(dir.path)).toEqual([]);
+  });
+});
+
+describe('leftovers of a holder killed midway (crash drill: <secret>.lock.<pid>.<random>.tmp)', () => {
+  it('a publisher sweeps the copies and moved-aside locks of dead processes, and keeps a live one', async () => {
+    const secret = join(dir.path, 'default', 'app');
+    const lock = `${secret}.lock`;
+    await mkdir(join(dir.path, 'default'), { recursive: true });
+    const dead = await deadPid();
+    const holder = (pid: number, at = Date.now()) => JSON.stringify({ pid, host: hostname(), at });
+    const leftovers = [
+      [`${lock}.${dead}.0a1b2c3d.tmp`, holder(dead)], // killed between write and rm
+      [`${lock}.stale.${dead}.0a1b2c3e`, holder(dead)], // killed between rename and rm
+      [`${lock}.${dead}.0a1b2c3f.tmp`, ''], // killed mid-write, long ago
+    ] as const;
+    for (const [file, text] of leftovers) await writeFile(file, text);
+    const longAgo = new Date(Date.now() - FOREIGN_LOCK_STALE_MILLIS - 60_000);
+    await utimes(leftovers[2][0], longAgo, longAgo);
+    // A live process's copy, one on another host, and a fresh unreadable copy are kept.
+    const live = [
+      [`${lock}.${process.pid}.0b1b2c3d.tmp`, holder(process.pid)],
+      [`${lock}.${dead}.0c1b2c3d.tmp`, JSON.stringify({ pid: dead, host: 'other-host', at: Date.now() })],
+      [`${lock}.${dead}.0d1b2c3d.tmp`, ''],
+    ] as const;
+    for (const [file, text] of live) await writeFile(file, text);
+
+    const publisher = new SecretPublisher(secret);
+    expect((await publisher.stale()).sort()).toEqual(leftovers.map(([file]) => file).sort());
+    await publisher.sweep();
+    expect((await readdir(join(dir.path, 'default'))).sort()).toEqual(
+      live.map(([file]) => file.slice(join(dir.path, 'default').length + 1)).sort(),
+    );
+    expect(await publisher.stale()).toEqual([]);
   });
 });
