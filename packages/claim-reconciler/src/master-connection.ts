@@ -1,10 +1,21 @@
 /**
  * Master (admin) connections to PostgreSQL instances, one small pool per instance, shared by
- * every claim that targets it during a reconcile pass.
+ * every claim that targets it during a reconcile pass (folder mode) or for the life of the
+ * process (controller mode). The pool is a hotload-pg `Pool` on the master password file
+ * ({@link MasterPasswordSource}): the reconciler follows a rotated master password as the
+ * services it serves follow theirs, without a restart and without a failed statement.
  */
+import { Pool } from 'hotload-pg';
 import pg from 'pg';
-import { type ConnectionParts, pgClientConfig } from './pg-connection.js';
+import { MasterPasswordSource } from './master-password-source.js';
+import { pgClientConfig } from './pg-connection.js';
 import { type FragmentKey, readMasterPassword } from './reconciler-config.js';
+
+/**
+ * How long connections opened with a master password that was rotated may finish their
+ * work (a reconcile holding an advisory lock, a long GRANT) before they are closed.
+ */
+export const MASTER_DRAIN_TIMEOUT_MILLIS = 5 * 60_000;
 
 /** First key of every advisory lock this reconciler takes (the second names the claim users). */
 export const ADVISORY_LOCK_NAMESPACE = 'hotload-claim-reconciler';
@@ -28,28 +39,42 @@ export function instanceId(target: Pick<InstanceTarget, 'host' | 'port'>): strin
 
 /** Admin access to one instance. */
 export class MasterConnection {
-  readonly #pool: pg.Pool;
-  readonly #parts: Omit<ConnectionParts, 'database'>;
+  readonly #pool: Pool;
 
   constructor(
     /** The instance this connects to, and how it logs in. */
     readonly target: InstanceTarget,
-    password: string,
     maxConnections: number,
   ) {
-    this.#parts = {
+    const { connectionTimeoutMillis, application_name } = pgClientConfig({
       host: target.host,
       port: target.port,
       user: target.fragment.username,
-      password,
+      password: '',
+      database: 'postgres',
       sslmode: target.fragment.sslmode,
-    };
-    this.#pool = new pg.Pool({
-      ...pgClientConfig({ ...this.#parts, database: 'postgres' }),
+    });
+    this.#pool = new Pool({
       max: maxConnections,
+      connectionTimeoutMillis,
+      application_name,
+      hotload: {
+        source: new MasterPasswordSource(target),
+        drainTimeoutMillis: MASTER_DRAIN_TIMEOUT_MILLIS,
+      },
     });
     // Idle clients that lose their server emit 'error' on the pool; the next query reports it.
     this.#pool.on('error', () => {});
+  }
+
+  /** Resolves once the first master login was read and verified; rejects when it cannot be. */
+  ready(): Promise<void> {
+    return this.#pool.ready();
+  }
+
+  /** The pool (its events: `switch` when a rotated master password is taken, `drained`, ...). */
+  get pool(): Pool {
+    return this.#pool;
   }
 
   /** Runs one statement on the `postgres` database. */
@@ -103,7 +128,7 @@ export class MasterConnection {
 
   /** Runs statements on one client connected to `database` (for per-database grants). */
   async inDatabase<T>(database: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-    const client = new pg.Client(pgClientConfig({ ...this.#parts, database }));
+    const client = new pg.Client(await this.#clientConfig(database));
     client.on('error', () => {});
     await client.connect().catch((error: unknown) => {
       throw this.#named(error);
@@ -123,7 +148,7 @@ export class MasterConnection {
    * process dies the server ends the session and releases the lock.
    */
   async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const client = new pg.Client(pgClientConfig({ ...this.#parts, database: 'postgres' }));
+    const client = new pg.Client(await this.#clientConfig('postgres'));
     client.on('error', () => {});
     await client.connect().catch((error: unknown) => {
       throw this.#named(error);
@@ -140,6 +165,19 @@ export class MasterConnection {
     }
   }
 
+  /** A lone client's config, with the master password as it is now (read at each connection). */
+  async #clientConfig(database: string): Promise<pg.ClientConfig> {
+    const { host, port, fragment } = this.target;
+    return pgClientConfig({
+      host,
+      port,
+      user: fragment.username,
+      password: await readMasterPassword(fragment),
+      database,
+      sslmode: fragment.sslmode,
+    });
+  }
+
   /** Closes the pool. */
   async close(): Promise<void> {
     await this.#pool.end();
@@ -152,16 +190,17 @@ export class MasterConnections {
 
   constructor(private readonly maxConnectionsPerInstance = 4) {}
 
-  /** The connection for `target`, reading the master password on first use. */
+  /** The connection for `target`, once its master login was read and verified. */
   get(target: InstanceTarget): Promise<MasterConnection> {
     // Per fragment key, even when two keys share user, host and sslmode: each logs in with
     // its own password file, so a wrong one is found rather than hidden by the other's.
     const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
     let connection = this.#open.get(key);
     if (!connection) {
-      connection = readMasterPassword(target.fragment).then(
-        (password) => new MasterConnection(target, password, this.maxConnectionsPerInstance),
-      );
+      connection = readMasterPassword(target.fragment).then(async () => {
+        const opened = new MasterConnection(target, this.maxConnectionsPerInstance);
+        return opened;
+      });
       // A failed password read is not cached: the next pass tries again.
       connection.catch(() => this.#open.delete(key));
       this.#open.set(key, connection);

@@ -3,7 +3,7 @@
  * in the shape of the database controller's `config.yaml` (a ConfigMap wrapping it is
  * unwrapped). Master passwords are never part of the config: they come from a file
  * (`passwordFile`) or from a mounted secret (`passwordSecretRef` under `secretsDir`), and
- * are read at connection time so a rotated master password is picked up.
+ * are read when a master connection opens (the pool follows the file with hotload), so a rotated master password is picked up.
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';

@@ -1,5 +1,8 @@
 /** A master connection that cannot connect says which fragment key, host and user failed. */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MasterConnection } from '../src/master-connection.js';
 import type { FragmentKey } from '../src/reconciler-config.js';
@@ -16,20 +19,18 @@ async function closedPort(): Promise<number> {
 describe('master connection errors', () => {
   it('name the fragment key, host and user, never the password', async () => {
     const port = await closedPort();
+    const dir = await mkdtemp(join(tmpdir(), 'master-password-'));
+    await writeFile(join(dir, 'password'), 'master-secret-123');
     const fragment: FragmentKey = {
       label: 'atlas.reports',
       host: '127.0.0.1',
       port,
       username: 'admin',
       sslmode: 'disable',
-      password: { kind: 'file', path: '/nonexistent' },
+      password: { kind: 'file', path: join(dir, 'password') },
       deletionPolicy: undefined,
     };
-    const master = new MasterConnection(
-      { label: fragment.label, host: fragment.host, port, fragment },
-      'master-secret-123',
-      1,
-    );
+    const master = new MasterConnection({ label: fragment.label, host: fragment.host, port, fragment }, 1);
     try {
       const error = await master.query('SELECT 1').catch((e: Error & { code?: string }) => e);
       expect(error).toBeInstanceOf(Error);
@@ -40,6 +41,7 @@ describe('master connection errors', () => {
       expect((error as Error).message).not.toContain('master-secret-123');
     } finally {
       await master.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
