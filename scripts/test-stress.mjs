@@ -9,7 +9,7 @@
 //
 // First, without load: the build (the packaging tests need dist/; --no-build skips it) and
 // the control plane (scripts/control-plane.mjs: found in its cache, or built). Each run's
-// whole output goes to .tmp/test-stress/run-<n>.log; printed per run: the closing
+// whole output goes to .tmp/test-stress/<start time>/run-<n>.log; printed per run: the closing
 // `tests: ...` line of the summary reporter (test/support/summary-reporter.ts) and the
 // failures and unhandled errors it lists. Exits 1 if any run failed (vitest exited non-zero).
 // The busy loops are killed at the end whatever happens, and end by themselves if this
@@ -21,7 +21,8 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const logDir = join(root, '.tmp', 'test-stress');
+// One folder per invocation, named by its start time: an earlier stress run's logs stay.
+const logDir = join(root, '.tmp', 'test-stress', new Date().toISOString().replace(/[:.]/g, '-'));
 
 const USAGE = 'usage: node scripts/test-stress.mjs [--runs N] [--load M] [--no-build] [vitest filters...]';
 
