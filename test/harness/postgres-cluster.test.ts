@@ -1,16 +1,7 @@
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findLeftoverClusters, type PostgresCluster, startCluster } from '../support/index.js';
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { findLeftoverClusters, isAlive, type PostgresCluster, startCluster } from '../support/index.js';
 
 async function connectAs(config: pg.ClientConfig): Promise<pg.Client> {
   const client = new pg.Client(config);

@@ -25,6 +25,8 @@ export {
   type ControlPlaneLocation,
   KubeControlPlane,
   locateControlPlane,
+  type ProcessOutput,
+  processOutput,
   runProcess,
   startControlPlane,
 } from './kube-control-plane.js';
@@ -53,6 +55,7 @@ export {
 export {
   findLeftoverClusters,
   findLeftoverControlPlanes,
+  isAlive,
   removeLeftoverClusters,
 } from './leftover-clusters.js';
 export {

@@ -501,13 +501,33 @@ async function adminRequest(
 }
 
 /** Runs a process to its end, collecting its output. */
-export function runProcess(
+export async function runProcess(
   binary: string,
   args: readonly string[],
   input?: string,
 ): Promise<{ stdout: string; stderr: string; code: number }> {
+  const child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stdin.end(input ?? '');
+  const { stdout, stderr, code } = await processOutput(child);
+  return { stdout, stderr, code: code ?? 1 };
+}
+
+/** What a process printed and how it ended, once it has closed. */
+export interface ProcessOutput {
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+/** Collects `child`'s stdout and stderr until it closes. */
+export function processOutput(child: {
+  stdout: NodeJS.ReadableStream;
+  stderr: NodeJS.ReadableStream;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'close', listener: (code: number | null, signal: NodeJS.Signals | null) => void): unknown;
+}): Promise<ProcessOutput> {
   return new Promise((resolve, reject) => {
-    const child = spawn(binary, args, { stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -517,8 +537,7 @@ export function runProcess(
       stderr += chunk.toString();
     });
     child.on('error', reject);
-    child.on('close', (code) => resolve({ stdout, stderr, code: code ?? 1 }));
-    child.stdin.end(input ?? '');
+    child.on('close', (code, signal) => resolve({ stdout, stderr, code, signal }));
   });
 }
 

@@ -36,7 +36,8 @@ export function findLeftoverControlPlanes(runId: string): LeftoverCluster[] {
     });
 }
 
-function isAlive(pid: number): boolean {
+/** Whether process `pid` is running (signal 0 reaches it). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -2,6 +2,7 @@
 import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { processOutput } from 'hotload-test-support';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const cliPath = fileURLToPath(new URL('../src/cli.ts', import.meta.url));
@@ -40,19 +41,7 @@ export function startCli(
 
 /** Runs `hotload-claim-reconciler <args>` to its end with extra environment variables. */
 export function runCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = startCli(args, { env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return processOutput(startCli(args, { env }));
 }
 
 /** `reconcile --config <config> --claims <claims> --out <out>`: the arguments of one pass. */
