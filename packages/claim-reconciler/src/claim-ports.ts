@@ -4,6 +4,7 @@
  * and a status file; a Kubernetes controller would use a Secret and the claim's status
  * subresource.
  */
+import type { DatabaseClaim } from './claim-schema.js';
 import type { ClaimStatus } from './claim-status.js';
 import type { PublishedCredentials } from './secret-publisher.js';
 import type { StepHook } from './steps.js';
@@ -64,4 +65,10 @@ export interface ClaimPorts {
    * Resolved once per pass; creating it is a step (a dry run skips it).
    */
   publisherId(step: StepHook | undefined): Promise<string>;
+  /**
+   * The driver's other valid claims whose `spec.userName` is `userName` (a controller's
+   * informer knows them), for the user-conflict rule. Absent: the driver decides conflicts
+   * itself (the folder mode sees a whole pass).
+   */
+  otherClaims?(userName: string): readonly DatabaseClaim[];
 }

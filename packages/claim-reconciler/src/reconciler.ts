@@ -25,6 +25,7 @@ import type { ReconcilerConfig } from './reconciler-config.js';
 import { folderPorts } from './secret-publisher.js';
 import type { StepHook } from './steps.js';
 import { UsageIndex } from './usage-index.js';
+import { sameUsers, userConflicts } from './user-conflicts.js';
 
 export type { ClaimOutcome, ClaimResult };
 
@@ -140,7 +141,7 @@ export class Reconciler {
         if (!desired.has(status.claim) && status.binding) usage.add(status.binding);
       }
       for (const binding of desired.values()) usage.add(binding);
-      const conflicts = findConflicts(claims, desired);
+      const conflicts = findConflicts(desired, statuses);
       const context = {
         ...this.#context(connections, usage),
         // Only a pass that may provision needs it: one with no claim to reconcile writes nothing.
@@ -252,25 +253,18 @@ export class Reconciler {
 }
 
 /** Two claims may not manage the same users on one instance: later ones (by key) get an error. */
+/** The claims of this pass that may not have the users they want (`user-conflicts.ts`). */
 function findConflicts(
-  claims: readonly DatabaseClaim[],
   desired: ReadonlyMap<string, Binding>,
+  statuses: readonly ClaimStatus[],
 ): Map<string, string> {
-  const owners = new Map<string, string>();
-  const conflicts = new Map<string, string>();
-  for (const claim of [...claims].sort((a, b) => a.key.localeCompare(b.key))) {
-    const binding = desired.get(claim.key);
-    if (!binding) continue;
-    const key = UsageIndex.keys(binding)[1];
-    const owner = owners.get(key);
-    if (owner)
-      conflicts.set(
-        claim.key,
-        `userName "${binding.userName}" on ${instanceId(binding)} is already managed by claim ${owner}`,
-      );
-    else owners.set(key, claim.key);
-  }
-  return conflicts;
+  const recordedBy = new Map(statuses.map((status) => [status.claim, status.binding]));
+  return userConflicts(
+    [...desired].map(([claim, binding]) => {
+      const recorded = recordedBy.get(claim);
+      return { claim, binding, recorded: recorded != null && sameUsers(recorded, binding) };
+    }),
+  );
 }
 
 /** Runs `work` over `items` with at most `limit` in flight; results keep the input order. */

@@ -235,6 +235,15 @@ export class ClaimController extends EventEmitter {
         new KubeSecretSink(this.#options.clients, { ...owner, namespace, secretName }, this.#options.now),
       statuses: store,
       publisherId: async () => this.#options.reconciler.publisherId,
+      // Only the few claims naming the same user are parsed (a full parse of every claim on
+      // every reconcile would make a pass quadratic in parses).
+      otherClaims: (userName) =>
+        this.#informer.list().flatMap((other) => {
+          if (other.spec?.userName !== userName || resourceKey(other.metadata) === claim.key) return [];
+          if (other.metadata.deletionTimestamp !== undefined) return [];
+          const parsed = claimFromResource(other);
+          return parsed.claim ? [parsed.claim] : [];
+        }),
     };
     return { ports, store };
   }

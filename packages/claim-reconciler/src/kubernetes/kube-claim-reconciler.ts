@@ -11,13 +11,14 @@ import type { ClaimReconcile } from '../claim-outcome.js';
 import type { ClaimPorts } from '../claim-ports.js';
 import { desiredBinding, reconcileClaim, recordClaimError } from '../claim-reconcile.js';
 import type { DatabaseClaim } from '../claim-schema.js';
-import type { Binding } from '../claim-status.js';
-import { instanceId, MasterConnections } from '../master-connection.js';
+import type { Binding, ClaimStatus } from '../claim-status.js';
+import { MasterConnections } from '../master-connection.js';
 import type { ReconcilerMetrics } from '../metrics.js';
 import { terminal } from '../reconcile-result.js';
 import type { ReconcilerConfig } from '../reconciler-config.js';
 import type { StepHook } from '../steps.js';
 import { UsageIndex } from '../usage-index.js';
+import { sameUsers, type UsersWanted, userConflictMessage, usersOwner } from '../user-conflicts.js';
 import { ALLOW_DELETE_ANNOTATION } from './claim-resource.js';
 import type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './reconcile-port.js';
 
@@ -76,21 +77,35 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
     }
     if (binding) usage.add(binding);
     const context = this.#context(ports, usage);
-    const owner =
-      binding &&
-      statuses.find(
-        (status) => status.claim !== claim.key && status.binding && sameUsers(status.binding, binding),
-      );
-    if (binding && owner)
-      return recordClaimError(
-        context,
-        claim,
-        terminal(
-          `userName "${binding.userName}" on ${instanceId(binding)} is already managed by claim ${owner.claim}`,
-        ),
-        binding.label,
-      );
+    const owner = binding && this.#usersOwner(claim, binding, statuses, ports);
+    if (binding && owner !== undefined && owner !== claim.key)
+      return recordClaimError(context, claim, terminal(userConflictMessage(binding, owner)), binding.label);
     return reconcileClaim(context, claim, false);
+  }
+
+  /**
+   * Who keeps the users `claim` wants, by the one rule (`user-conflicts.ts`): the claims
+   * whose status records them, and the other claims that want them (the driver's
+   * `otherClaims`), are the contenders.
+   */
+  #usersOwner(
+    claim: DatabaseClaim,
+    binding: Binding,
+    statuses: readonly ClaimStatus[],
+    ports: ClaimPorts,
+  ): string | undefined {
+    const contenders = new Map<string, UsersWanted>();
+    for (const other of ports.otherClaims?.(claim.userName) ?? []) {
+      const wanted = desiredBinding(this.#options.config, other);
+      if (wanted && sameUsers(wanted, binding))
+        contenders.set(other.key, { claim: other.key, binding: wanted, recorded: false });
+    }
+    for (const status of statuses) {
+      if (status.binding && sameUsers(status.binding, binding))
+        contenders.set(status.claim, { claim: status.claim, binding: status.binding, recorded: true });
+    }
+    if (!contenders.has(claim.key)) contenders.set(claim.key, { claim: claim.key, binding, recorded: false });
+    return usersOwner([...contenders.values()]);
   }
 
   /** {@inheritDoc ClaimReconcilePort.finalize} */
@@ -135,9 +150,4 @@ export class KubeClaimReconciler implements ClaimReconcilePort {
       takeOver,
     };
   }
-}
-
-/** Same login users on the same instance. */
-function sameUsers(a: Binding, b: Binding): boolean {
-  return instanceId(a) === instanceId(b) && a.userName === b.userName;
 }

@@ -30,6 +30,7 @@ import {
   makeController,
   nextChange,
   type RunningController,
+  readyStatus,
   secretData,
   syncedCondition,
 } from './kube-fixtures.js';
@@ -218,6 +219,44 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['gone']);
     expect(rows).toHaveLength(0);
     expect(await bed.objects.get(CLAIM_PLURAL, 'shop', 'gone')).toBeUndefined();
+  });
+
+  it('claims wanting the same login users: the rule of folder mode (first by namespace/name, the holder keeps them)', async () => {
+    // Stopped while both claims are created, so neither is reconciled before the other exists.
+    const spec = { instanceLabel: 'atlas', userName: 'twin_user' };
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'twin-b',
+      claimObject('app', { ...spec, databaseName: 'twin_b' }, 'twin-b'),
+    );
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'twin-a',
+      claimObject('app', { ...spec, databaseName: 'twin_a' }, 'twin-a'),
+    );
+    const controller = await start();
+    const settled = countReconciles(controller, 'twin-b/app', 1);
+    const ready = claimReady(bed.objects, 'app');
+    await controller.start();
+    const owner = (await ready).object;
+    expect(owner.metadata.namespace).toBe('twin-a');
+    expect(await settled).toEqual(['error']);
+    const loser = await bed.objects.get(CLAIM_PLURAL, 'twin-b', 'app');
+    expect(syncedCondition(loser)?.message).toContain('already managed by claim twin-a/app');
+    // And the holder keeps them against a newcomer first by name.
+    const refused = nextChange(
+      bed.objects,
+      (c) =>
+        c.plural === CLAIM_PLURAL &&
+        c.object.metadata.namespace === 'twin-0' &&
+        readyStatus(c.object) === 'False',
+    );
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'twin-0',
+      claimObject('app', { ...spec, databaseName: 'twin_0' }, 'twin-0'),
+    );
+    expect(syncedCondition((await refused).object)?.message).toContain('already managed by claim twin-a/app');
   });
 
   it('a resync of unchanged claims writes nothing: no status, Secret or Event write', async () => {
