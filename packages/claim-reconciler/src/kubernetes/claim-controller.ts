@@ -65,6 +65,8 @@ export interface KeyReconciled {
   readonly outcome: ClaimReconcile['outcome']['result'] | 'invalid' | 'finalized' | 'gone';
   /** The error message, when the reconcile failed. */
   readonly error?: string;
+  /** How long the reconcile took, in seconds. */
+  readonly seconds?: number;
 }
 
 /**
@@ -77,6 +79,7 @@ export class ClaimController extends EventEmitter {
   readonly #informer: ClaimInformer;
   readonly #events: ClaimEventRecorder;
   #running: Promise<void> | undefined;
+  readonly #started = new Map<string, number>();
 
   constructor(options: ClaimControllerOptions) {
     super();
@@ -117,12 +120,24 @@ export class ClaimController extends EventEmitter {
     return this.#running !== undefined;
   }
 
+  /** Keys waiting or being reconciled (client-go's work-queue depth, for metrics). */
+  get queueDepth(): number {
+    return this.#queue.length;
+  }
+
+  /** Every claim the informer holds (for gauges over all claims; read-only). */
+  claims(): readonly ClaimResource[] {
+    return this.#informer.list();
+  }
+
   /** Reconciles every known claim again soon (e.g. after the config changed). */
   enqueueAll(): void {
     for (const resource of this.#informer.list()) this.#queue.add(resourceKey(resource.metadata));
   }
 
   async #reconcileKey(key: string): Promise<WorkOutcome> {
+    // A key is never reconciled twice at once (the work queue), so one start per key.
+    this.#started.set(key, performance.now());
     const resource = this.#informer.get(key);
     if (!resource) {
       this.#queue.forget(key);
@@ -267,6 +282,9 @@ export class ClaimController extends EventEmitter {
   }
 
   #report(reconciled: KeyReconciled): void {
-    this.emit('reconciled', reconciled);
+    const started = this.#started.get(reconciled.key);
+    this.#started.delete(reconciled.key);
+    const seconds = started === undefined ? undefined : (performance.now() - started) / 1000;
+    this.emit('reconciled', { ...reconciled, ...(seconds !== undefined ? { seconds } : {}) });
   }
 }

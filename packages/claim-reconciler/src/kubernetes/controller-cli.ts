@@ -14,6 +14,7 @@ import { prometheusMetrics } from '../metrics.js';
 import { startMetricsServer } from '../metrics-server.js';
 import { ClaimController, type KeyReconciled } from './claim-controller.js';
 import { watchReconcilerConfig } from './config-watch.js';
+import { registerControllerMetrics } from './controller-metrics.js';
 import { KubeClaimReconciler } from './kube-claim-reconciler.js';
 import { kubeClients } from './kube-clients.js';
 import { LeaderElector } from './leader-election.js';
@@ -88,6 +89,7 @@ export async function runControllerCli(argv: string[]): Promise<number> {
     resyncMillis: options.resyncSeconds * 1000,
     logger,
   });
+  registerControllerMetrics(client, registry, controller, metrics, () => configWatch.current);
   controller.on('reconciled', (event: KeyReconciled) =>
     (event.error ? logger.warn : logger.info).call(
       logger,

@@ -8,11 +8,12 @@
  * probes and metrics, follows its ConfigMap as edited with kubectl, and on SIGTERM releases
  * the Lease. A replica without the rights to its Lease says plainly that it does not lead.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import {
   CONTROLLER_SERVICE_ACCOUNT,
+  DEPLOY_DIR,
   describeOnControlPlane,
   FakeKubelet,
   type KubeObject,
@@ -20,6 +21,7 @@ import {
   useKubeTestBed,
 } from 'hotload-test-support';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
 import { startCli } from '../cli-runner.js';
 import { tempDir, useReconcilerCluster } from '../fixtures.js';
@@ -188,6 +190,14 @@ describeOnControlPlane('deploy/ on a real API server', () => {
       expect(metrics).toMatch(
         /^leader_election_master_status\{name="hotload-system\/hotload-claim-reconciler"\} 1$/m,
       );
+      // The controller's own metrics, and every metric and label matcher the alerts in
+      // deploy/monitoring/ use, in a real scrape.
+      expect(metrics).toMatch(
+        /^controller_runtime_reconcile_total\{controller="databaseclaim",result="success"\} [1-9]/m,
+      );
+      expect(metrics).toMatch(/^workqueue_depth\{name="databaseclaim"\} \d+$/m);
+      expect(metrics).toMatch(/^dbclaim_claims\{state="created"\} 1$/m);
+      expect(await alertProblems(metrics)).toEqual([]);
 
       // A claim for a label the config does not know yet waits; the ConfigMap edit fixes it.
       const waiting = claimReady(bed.objects, 'batch', 'False');
@@ -254,3 +264,43 @@ describeOnControlPlane('deploy/ on a real API server', () => {
     }
   });
 });
+
+/** PromQL functions and keywords that look like metric names in an expression. */
+const PROMQL_WORDS = new Set([
+  'sum',
+  'max',
+  'min',
+  'avg',
+  'count',
+  'rate',
+  'increase',
+  'absent',
+  'by',
+  'without',
+  'or',
+  'and',
+  'unless',
+]);
+
+/**
+ * What in deploy/monitoring/alerts.yaml a scrape does not have: a metric never exported
+ * (no `# TYPE` line), or a label matcher no series satisfies.
+ */
+async function alertProblems(scrape: string): Promise<string[]> {
+  const rules = parse(await readFile(join(DEPLOY_DIR, 'monitoring', 'alerts.yaml'), 'utf8')) as {
+    spec: { groups: Array<{ rules: Array<{ alert: string; expr: string }> }> };
+  };
+  const problems: string[] = [];
+  for (const { alert, expr } of rules.spec.groups.flatMap((group) => group.rules)) {
+    for (const [, name, matchers] of expr.matchAll(/\b([a-z_][a-z0-9_]*)\s*(\{[^}]*\})?/g)) {
+      if (!name || PROMQL_WORDS.has(name) || !name.includes('_')) continue;
+      if (!new RegExp(`^# TYPE ${name} `, 'm').test(scrape))
+        problems.push(`${alert}: ${name} is not exported`);
+      for (const [, label, value] of (matchers ?? '').matchAll(/(\w+)="([^"]*)"/g)) {
+        const series = new RegExp(`^${name}\\{[^}]*${label}="${value}"`, 'm');
+        if (!series.test(scrape)) problems.push(`${alert}: no ${name} series with ${label}="${value}"`);
+      }
+    }
+  }
+  return problems;
+}
