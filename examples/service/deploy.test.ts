@@ -42,9 +42,7 @@ describe('examples/service Dockerfile and Kubernetes manifests', () => {
     const scripts = [...dockerfile.matchAll(/node ((?:scripts|examples)\/\S+)/g)].map(
       (match) => match[1] ?? '',
     );
-    expect(scripts).toEqual(
-      expect.arrayContaining(['scripts/pnpm.mjs', 'examples/service/image-manifest.mjs']),
-    );
+    expect(scripts).toEqual(expect.arrayContaining(['scripts/pnpm.mjs', 'scripts/image-manifest.mjs']));
     for (const path of scripts) expect(existsSync(join(repoRoot, path)), path).toBe(true);
     expect(existsSync(join(serviceDir, 'Dockerfile.dockerignore'))).toBe(true);
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
@@ -87,7 +85,7 @@ describe('the built service, installed as the image installs it, started as the 
       { cwd: repoRoot },
     );
     cpSync(join(serviceDir, 'dist'), join(imageDir, 'dist'), { recursive: true });
-    await run(process.execPath, [join(serviceDir, 'image-manifest.mjs'), imageDir]);
+    await run(process.execPath, [join(repoRoot, 'scripts/image-manifest.mjs'), serviceDir, imageDir]);
     const npm = (args: string[]) =>
       run('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], {
         cwd: imageDir,

@@ -8,14 +8,18 @@
  * probes and metrics, follows its ConfigMap as edited with kubectl, and on SIGTERM releases
  * the Lease. A replica without the rights to its Lease says plainly that it does not lead.
  */
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import {
   CONTROLLER_SERVICE_ACCOUNT,
   DEPLOY_DIR,
   describeOnControlPlane,
   FakeKubelet,
+  isolatedNodeEnv,
   type KubeObject,
   kubectlApply,
   useKubeTestBed,
@@ -45,7 +49,8 @@ describeOnControlPlane('deploy/ on a real API server', () => {
 
   beforeAll(async () => {
     work = await tempDir('controller-cli-');
-  });
+    await installImage(join(work.path, 'image'));
+  }, 300_000);
   afterAll(async () => {
     for (const kubelet of kubelets) await kubelet.unmount();
     await work?.cleanup();
@@ -117,7 +122,7 @@ describeOnControlPlane('deploy/ on a real API server', () => {
     return { lines, logged };
   }
 
-  it('kubectl apply -f deploy/ succeeds and the Deployment runs as its ServiceAccount', async () => {
+  it('kubectl apply -f deploy/ succeeds and the Deployment runs, from its image, as its ServiceAccount', async () => {
     const applied = await kubectlApply(bed.plane, ['.']); // the whole folder, as the README says
     expect(applied).toMatch(/customresourcedefinition.*databaseclaims/);
     expect(applied).toMatch(/deployment\.apps\/hotload-claim-reconciler (created|configured)/);
@@ -172,7 +177,14 @@ describeOnControlPlane('deploy/ on a real API server', () => {
           ? '--port=0'
           : arg,
     );
-    const child = startCli([...args, '--host', '127.0.0.1'], { env });
+    // The image's entrypoint (its runtime stage is installed in beforeAll), then the args.
+    const [node, entrypoint] = dockerfileEntrypoint();
+    expect(node).toBe('node');
+    const child = spawn(process.execPath, [entrypoint!, ...args, '--host', '127.0.0.1'], {
+      cwd: join(work.path, 'image'),
+      env: isolatedNodeEnv(env),
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const { lines, logged } = logReader(child.stderr);
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     try {
@@ -304,3 +316,46 @@ async function alertProblems(scrape: string): Promise<string[]> {
   }
   return problems;
 }
+
+const repoRoot = fileURLToPath(new URL('../../../../', import.meta.url));
+const imageSource = join(repoRoot, 'deploy', 'image');
+const dockerfile = readFileSync(join(imageSource, 'Dockerfile'), 'utf8');
+
+/** The runtime stage's ENTRYPOINT (exec form). */
+function dockerfileEntrypoint(): string[] {
+  const runtime = dockerfile.split(/^FROM /m).at(-1) ?? '';
+  return JSON.parse(/^ENTRYPOINT (.+)$/m.exec(runtime)?.[1] ?? '[]') as string[];
+}
+
+/**
+ * The image, as deploy/image/Dockerfile makes it (Docker cannot run here): its build
+ * stage's pack and manifest (the workspace build is `npm test`'s), then its runtime stage,
+ * `npm ci --omit=dev`, into `dir`.
+ */
+async function installImage(dir: string): Promise<void> {
+  if (!existsSync(join(repoRoot, 'packages/claim-reconciler/dist/cli.js')))
+    throw new Error('packages/claim-reconciler/dist is missing: run `node scripts/pnpm.mjs run build` first');
+  const run = (command: string, args: string[], cwd: string, env?: NodeJS.ProcessEnv) =>
+    new Promise<void>((resolve, reject) =>
+      execFile(command, args, { cwd, env }, (error) => (error ? reject(error) : resolve())),
+    );
+  const pnpm = [join(repoRoot, 'scripts/pnpm.mjs'), '--recursive', '--filter-prod'];
+  await run(
+    process.execPath,
+    [...pnpm, 'hotload-claim-reconciler-image^...', 'pack', '--pack-destination', join(dir, 'packages')],
+    repoRoot,
+  );
+  await run(process.execPath, [join(repoRoot, 'scripts/image-manifest.mjs'), imageSource, dir], repoRoot);
+  const npm = (args: string[]) =>
+    run('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline'], dir, isolatedNodeEnv());
+  await npm(['install', '--package-lock-only']);
+  await npm(['ci', '--omit=dev']);
+}
+
+it('the image builds from the repository alone, installs production dependencies only, and runs as a non-root numeric user', () => {
+  const runtime = dockerfile.split(/^FROM /m).at(-1) ?? '';
+  expect(Number(/^USER (\d+)$/m.exec(runtime)?.[1])).toBeGreaterThan(0);
+  expect([...dockerfile.matchAll(/^COPY (?!--from)(\S+) /gm)].map((m) => m[1])).toEqual(['.']);
+  expect(runtime).toMatch(/npm ci --omit=dev/);
+  expect(existsSync(join(imageSource, 'Dockerfile.dockerignore'))).toBe(true);
+});
