@@ -36,6 +36,7 @@ export class KubeFaultProxy extends EventEmitter {
   readonly #ca: string;
   readonly #faults: Fault[] = [];
   readonly #watches = new Set<ServerResponse>();
+  #connections = 0;
 
   private constructor(plane: KubeControlPlane) {
     super();
@@ -48,6 +49,14 @@ export class KubeFaultProxy extends EventEmitter {
       },
       (req, res) => this.#handle(req, res),
     );
+    this.#server.on('secureConnection', () => {
+      this.#connections++;
+    });
+  }
+
+  /** TLS connections clients opened to the proxy so far (each one a full handshake). */
+  get connections(): number {
+    return this.#connections;
   }
 
   /** A proxy in front of `plane`'s apiserver on a free loopback port. */

@@ -9,6 +9,7 @@ import {
   CustomObjectsApi,
   KubeConfig,
 } from '@kubernetes/client-node';
+import { reuseConnections } from './client-node-internals.js';
 
 /** The typed API groups of one cluster connection. */
 export interface KubeClients {
@@ -22,8 +23,9 @@ export interface KubeClients {
   readonly coordination: CoordinationV1Api;
 }
 
-/** Clients for `config`. */
+/** Clients for `config` (which is made to reuse keep-alive connections: `client-node-internals.ts`). */
 export function kubeClients(config: KubeConfig): KubeClients {
+  reuseConnections(config);
   return {
     config,
     core: config.makeApiClient(CoreV1Api),

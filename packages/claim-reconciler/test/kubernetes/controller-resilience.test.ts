@@ -24,6 +24,7 @@ import {
   ALLOW_DELETE,
   claimObject,
   claimReady,
+  createReadyClaim,
   deletion,
   makeController,
   type RunningController,
@@ -121,6 +122,24 @@ describeOnControlPlane('the controller', () => {
       claimObject('after-compaction', spec('after_compaction'), 'compaction'),
     );
     await ready;
+  });
+
+  it('reuses its TLS connections: many API requests over a few handshakes', async () => {
+    const handshakesBefore = faults.connections;
+    let requests = 0;
+    const count = () => {
+      requests++;
+    };
+    faults.on('request', count);
+    await start(undefined, 'https', ['reuse']);
+    for (const name of ['reuse-one', 'reuse-two', 'reuse-three']) {
+      await createReadyClaim(bed.objects, 'reuse', name);
+    }
+    faults.off('request', count);
+    const handshakes = faults.connections - handshakesBefore;
+    // Each claim costs ~9 requests; one connection per request would be as many handshakes.
+    expect(requests).toBeGreaterThanOrEqual(20);
+    expect(handshakes).toBeLessThanOrEqual(6);
   });
 
   it('retries 5xx answers to its writes (Secret create, status update) until the claim is Ready', async () => {
