@@ -41,6 +41,8 @@ export class KubeSecretSink implements SecretSink {
   readonly #clients: KubeClients;
   readonly #owner: SecretOwner;
   readonly #now: () => Date;
+  /** What this sink last read or wrote (`secret: undefined`: there is none); unset: unread. */
+  #known: { readonly secret: V1Secret | undefined } | undefined;
 
   constructor(clients: KubeClients, owner: SecretOwner, now: () => Date = () => new Date()) {
     this.#clients = clients;
@@ -94,13 +96,18 @@ export class KubeSecretSink implements SecretSink {
   ): Promise<boolean> {
     const files = secretFiles(credentials, dsnName);
     await onStep?.('publish-secret:write');
+    let attempt = 0;
     return retryOnConflict(async () => {
+      // The first attempt trusts what this reconcile read; a retry (409) reads again.
+      if (attempt++ > 0) this.#known = undefined;
       const current = await this.#get();
       if (!current) {
-        await this.#clients.core.createNamespacedSecret({
-          namespace: this.#owner.namespace,
-          body: this.#desired(files),
-        });
+        this.#known = {
+          secret: await this.#clients.core.createNamespacedSecret({
+            namespace: this.#owner.namespace,
+            body: this.#desired(files),
+          }),
+        };
         return true;
       }
       if (!this.#owns(current))
@@ -125,11 +132,13 @@ export class KubeSecretSink implements SecretSink {
       };
       delete body.stringData;
       // Updated in place (same object): the kubelet swaps the mounted files atomically.
-      await this.#clients.core.replaceNamespacedSecret({
-        name: this.#owner.secretName,
-        namespace: this.#owner.namespace,
-        body,
-      });
+      this.#known = {
+        secret: await this.#clients.core.replaceNamespacedSecret({
+          name: this.#owner.secretName,
+          namespace: this.#owner.namespace,
+          body,
+        }),
+      };
       return true;
     });
   }
@@ -162,6 +171,7 @@ export class KubeSecretSink implements SecretSink {
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
+    this.#known = { secret: undefined };
   }
 
   async #ownData(): Promise<Record<string, string> | undefined> {
@@ -169,16 +179,23 @@ export class KubeSecretSink implements SecretSink {
     return secret && this.#owns(secret) ? decode(secret.data ?? {}) : undefined;
   }
 
+  /**
+   * The Secret as this sink last read or wrote it. A sink serves one reconcile, which reads
+   * the Secret up to three times (read, differs, publish): one GET answers them all.
+   */
   async #get(): Promise<V1Secret | undefined> {
+    if (this.#known !== undefined) return this.#known.secret;
+    let secret: V1Secret | undefined;
     try {
-      return await this.#clients.core.readNamespacedSecret({
+      secret = await this.#clients.core.readNamespacedSecret({
         name: this.#owner.secretName,
         namespace: this.#owner.namespace,
       });
     } catch (error) {
-      if (isNotFound(error)) return undefined;
-      throw error;
+      if (!isNotFound(error)) throw error;
     }
+    this.#known = { secret };
+    return secret;
   }
 
   #owns(secret: V1Secret): boolean {

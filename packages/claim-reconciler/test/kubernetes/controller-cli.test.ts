@@ -32,6 +32,8 @@ import { tempDir, useReconcilerCluster } from '../fixtures.js';
 import { claimObject, claimReady, createReadyClaim } from './kube-fixtures.js';
 
 const NAMESPACE = CONTROLLER_SERVICE_ACCOUNT.namespace;
+/** Waits on a controller running as a process of its own (start-up, under load). */
+const PROCESS_WAIT = { timeoutMillis: 45_000 };
 const DEPLOYMENT = 'hotload-claim-reconciler';
 const CONFIG_MAP = 'hotload-claim-reconciler-config';
 
@@ -122,7 +124,9 @@ describeOnControlPlane('deploy/ on a real API server', () => {
     return { lines, logged };
   }
 
-  it('kubectl apply -f deploy/ succeeds and the Deployment runs, from its image, as its ServiceAccount', async () => {
+  it('kubectl apply -f deploy/ succeeds and the Deployment runs, from its image, as its ServiceAccount', {
+    timeout: 180_000,
+  }, async () => {
     const applied = await kubectlApply(bed.plane, ['.']); // the whole folder, as the README says
     expect(applied).toMatch(/customresourcedefinition.*databaseclaims/);
     expect(applied).toMatch(/deployment\.apps\/hotload-claim-reconciler (created|configured)/);
@@ -194,7 +198,8 @@ describeOnControlPlane('deploy/ on a real API server', () => {
       const lease = await bed.plane.kubectl(['get', 'lease', DEPLOYMENT, '-n', NAMESPACE, '-o', 'json']);
       expect(JSON.parse(lease.stdout).spec.holderIdentity).toBe(podName);
 
-      await createReadyClaim(bed.objects, 'apps', 'web');
+      // A controller process of its own on two shared cores: waits as long as a busy CI's.
+      await createReadyClaim(bed.objects, 'apps', 'web', {}, undefined, PROCESS_WAIT);
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
       const metrics = await (await fetch(`${base}/metrics`)).text();
@@ -212,14 +217,14 @@ describeOnControlPlane('deploy/ on a real API server', () => {
       expect(await alertProblems(metrics)).toEqual([]);
 
       // A claim for a label the config does not know yet waits; the ConfigMap edit fixes it.
-      const waiting = claimReady(bed.objects, 'batch', 'False');
+      const waiting = claimReady(bed.objects, 'batch', 'False', PROCESS_WAIT);
       await bed.objects.create(
         CLAIM_PLURAL,
         'apps',
         claimObject('batch', { instanceLabel: 'reports', userName: 'batch', databaseName: 'batch' }, 'apps'),
       );
       await waiting;
-      const ready = claimReady(bed.objects, 'batch');
+      const ready = claimReady(bed.objects, 'batch', 'True', PROCESS_WAIT);
       await applyConfig(join(podRoot, '/var/run/secrets/masters'), ['atlas', 'reports']);
       await ready;
       expect(await bed.objects.get('secrets', 'apps', 'batch')).toBeDefined();

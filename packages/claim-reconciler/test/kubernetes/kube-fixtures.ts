@@ -96,6 +96,7 @@ export function claimReady(
   feed: ChangeFeed,
   name: string,
   status: 'True' | 'False' = 'True',
+  options?: NextEventOptions,
 ): Promise<KubeChange> {
   return nextChange(
     feed,
@@ -104,6 +105,7 @@ export function claimReady(
       change.type !== 'DELETED' &&
       change.object.metadata.name === name &&
       readyStatus(change.object) === status,
+    options,
   );
 }
 
@@ -152,8 +154,9 @@ export async function createReadyClaim(
   name: string,
   spec: Record<string, unknown> = {},
   annotations?: Record<string, string>,
+  options?: NextEventOptions,
 ): Promise<KubeChange> {
-  const ready = claimReady(objects, name);
+  const ready = claimReady(objects, name, 'True', options);
   const base = name.replaceAll('-', '_');
   await objects.create(
     CLAIM_PLURAL,
