@@ -19,6 +19,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeConfig } from '@kubernetes/client-node';
 // @ts-expect-error: a plain .mjs script (no declarations); the shapes are typed below.
 import { locateControlPlane as locate } from '../../scripts/control-plane.mjs';
+import { apiRequest } from './kube-objects.js';
 import { freePort } from './postgres-cluster.js';
 
 /** Where the control-plane binaries are, or why there are none. */
@@ -139,14 +140,7 @@ export class KubeControlPlane {
 
   /** A KubeConfig that authenticates with `token` (e.g. a ServiceAccount's) against {@link url}. */
   configFor(user: string, token: string, server = this.url): KubeConfig {
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [{ name: 'test', server, caData: Buffer.from(this.caPem).toString('base64') }],
-      users: [{ name: user, token }],
-      contexts: [{ name: 'test', cluster: 'test', user }],
-      currentContext: 'test',
-    });
-    return config;
+    return tokenConfig(server, this.caPem, user, token);
   }
 
   /** Writes `config` as a kubeconfig file in the control plane's folder; returns its path. */
@@ -161,17 +155,14 @@ export class KubeControlPlane {
    * mounts one), valid for `seconds`.
    */
   async serviceAccountToken(namespace: string, name: string, seconds = 3600): Promise<string> {
-    const response = await this.#adminFetch(`/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`, {
-      method: 'POST',
-      body: JSON.stringify({
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: { expirationSeconds: seconds },
-      }),
-    });
-    const body = (await response.json()) as { status?: { token?: string }; message?: string };
-    if (!body.status?.token) throw new Error(`TokenRequest for ${namespace}/${name}: ${body.message}`);
-    return body.status.token;
+    const answer = (await apiRequest(
+      this.adminConfig(),
+      'POST',
+      `/api/v1/namespaces/${namespace}/serviceaccounts/${name}/token`,
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: seconds } },
+    )) as { status?: { token?: string } };
+    if (!answer.status?.token) throw new Error(`TokenRequest for ${namespace}/${name}: no token`);
+    return answer.status.token;
   }
 
   /**
@@ -200,7 +191,7 @@ export class KubeControlPlane {
    */
   async settledAuditEntries(): Promise<AuditEntry[]> {
     const marker = `audit-marker-${randomBytes(6).toString('hex')}`;
-    await this.#adminFetch(`/api/v1/namespaces/${marker}`, {});
+    await apiRequest(this.adminConfig(), 'GET', `/api/v1/namespaces/${marker}`).catch(() => {}); // a 404
     const deadline = Date.now() + 10_000;
     for (;;) {
       const entries = this.auditEntries();
@@ -249,10 +240,6 @@ export class KubeControlPlane {
   killNow(): void {
     for (const child of this.#processes) child.kill('SIGKILL');
     rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  async #adminFetch(path: string, init: RequestInit): Promise<Response> {
-    return adminRequest(this.url, this.caPem, this.#adminToken, path, init);
   }
 }
 
@@ -314,17 +301,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     await waitFor(`kube-apiserver (${join(dir, 'kube-apiserver.log')})`, apiserver, async () => {
       caPem ||= readFileIfPresent(join(dir, 'pki', 'apiserver.crt'));
       if (!caPem) return false;
-      const response = await adminRequest(url, caPem, adminToken, '/readyz', {});
-      return response.ok;
+      await apiRequest(tokenConfig(url, caPem, 'admin', adminToken), 'GET', '/readyz');
+      return true;
     });
-
-    const adminConfig = new KubeConfig();
-    adminConfig.loadFromOptions({
-      clusters: [{ name: 'test', server: url, caData: Buffer.from(caPem).toString('base64') }],
-      users: [{ name: 'admin', token: adminToken }],
-      contexts: [{ name: 'test', cluster: 'test', user: 'admin' }],
-      currentContext: 'test',
-    });
+    const adminConfig = tokenConfig(url, caPem, 'admin', adminToken);
     const adminKubeconfigFile = join(dir, 'admin.kubeconfig');
     writeFileSync(adminKubeconfigFile, adminConfig.exportConfig(), { mode: 0o600 });
 
@@ -469,35 +449,16 @@ function readFileIfPresent(file: string): string {
   }
 }
 
-/** A request to the apiserver with a bearer token, trusting only `caPem`. */
-async function adminRequest(
-  url: string,
-  caPem: string,
-  token: string,
-  path: string,
-  init: RequestInit,
-): Promise<Response> {
-  const { request } = await import('node:https');
-  const target = new URL(path, url);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      target,
-      {
-        method: init.method ?? 'GET',
-        ca: caPem,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve(new Response(Buffer.concat(chunks), { status: res.statusCode ?? 500 })));
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    if (typeof init.body === 'string') req.write(init.body);
-    req.end();
+/** A KubeConfig for `server` (trusting only `caPem`) that authenticates with a bearer token. */
+function tokenConfig(server: string, caPem: string, user: string, token: string): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [{ name: 'test', server, caData: Buffer.from(caPem).toString('base64') }],
+    users: [{ name: user, token }],
+    contexts: [{ name: 'test', cluster: 'test', user }],
+    currentContext: 'test',
   });
+  return config;
 }
 
 /** Runs a process to its end, collecting its output. */

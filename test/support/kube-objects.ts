@@ -8,7 +8,7 @@
  * {@link KubeObjects.open} resolves is missed, however late the stream connects.
  */
 import { EventEmitter } from 'node:events';
-import { request } from 'node:https';
+import { type RequestOptions, request } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type KubeConfig, Watch } from '@kubernetes/client-node';
 
@@ -75,6 +75,50 @@ export class KubeApiError extends Error {
     readonly retryAfterSeconds = 1,
   ) {
     super(`${code} ${status.reason ?? ''}: ${status.message ?? ''}`);
+  }
+}
+
+/**
+ * One request to the API server `config` names, authenticated as `config`'s user. Resolves
+ * with the parsed JSON body (or `{}`; a non-JSON body such as `/readyz`'s `ok` as
+ * `{ message }`); rejects with {@link KubeApiError} on a non-2xx answer.
+ */
+export async function apiRequest(
+  config: KubeConfig,
+  method: string,
+  path: string,
+  body?: object,
+  contentType = 'application/json',
+): Promise<unknown> {
+  const url = new URL(path, config.getCurrentCluster()?.server);
+  const options: RequestOptions = { method, headers: { 'content-type': contentType } };
+  await config.applyToHTTPSOptions(options);
+  return new Promise((resolve, reject) => {
+    const req = request(url, options, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+      });
+      res.on('end', () => {
+        const parsed = parseBody(text);
+        const code = res.statusCode ?? 500;
+        if (code >= 200 && code < 300) resolve(parsed);
+        else reject(new KubeApiError(code, parsed, Number(res.headers['retry-after'] ?? 1)));
+      });
+    });
+    req.on('error', reject);
+    if (body !== undefined) req.write(JSON.stringify(body));
+    req.end();
+  });
+}
+
+function parseBody(text: string): { message?: string } {
+  if (!text) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { message: text };
   }
 }
 
@@ -189,41 +233,12 @@ export class KubeObjects extends EventEmitter {
   ): Promise<KubeObject> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#requestOnce(method, path, body, contentType);
+        return (await apiRequest(this.#config, method, path, body, contentType)) as KubeObject;
       } catch (error) {
         if (!(error instanceof KubeApiError && error.code === 429) || attempt >= 30) throw error;
         await sleep(Math.max(error.retryAfterSeconds, 1) * 1000);
       }
     }
-  }
-
-  async #requestOnce(
-    method: string,
-    path: string,
-    body: object | undefined,
-    contentType: string,
-  ): Promise<KubeObject> {
-    const url = new URL(path, this.#config.getCurrentCluster()?.server);
-    const options: import('node:https').RequestOptions = { method, headers: { 'content-type': contentType } };
-    await this.#config.applyToHTTPSOptions(options);
-    return new Promise((resolve, reject) => {
-      const req = request(url, options, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          text += chunk;
-        });
-        res.on('end', () => {
-          const parsed = text ? JSON.parse(text) : {};
-          const code = res.statusCode ?? 500;
-          if (code >= 200 && code < 300) resolve(parsed);
-          else reject(new KubeApiError(code, parsed, Number(res.headers['retry-after'] ?? 1)));
-        });
-      });
-      req.on('error', reject);
-      if (body !== undefined) req.write(JSON.stringify(body));
-      req.end();
-    });
   }
 
   #path(plural: string, namespace?: string, name?: string): string {

@@ -82,11 +82,13 @@ export const CLAIM_NAME_PATTERNS = {
 /** Bytes the login users' suffix (`_a`, `_b`) takes: `spec.userName` is that much shorter. */
 export const USER_NAME_MAX_BYTES = MAX_IDENTIFIER_BYTES - 2;
 
-const DNS_SUBDOMAIN = CLAIM_NAME_PATTERNS.dnsSubdomain;
-const DNS_LABEL = CLAIM_NAME_PATTERNS.dnsLabel;
-const INSTANCE_LABEL = CLAIM_NAME_PATTERNS.instanceLabel;
-const HOST = CLAIM_NAME_PATTERNS.host;
-const SECRET_KEY = CLAIM_NAME_PATTERNS.secretKey;
+const {
+  dnsSubdomain: DNS_SUBDOMAIN,
+  dnsLabel: DNS_LABEL,
+  instanceLabel: INSTANCE_LABEL,
+  host: HOST,
+  secretKey: SECRET_KEY,
+} = CLAIM_NAME_PATTERNS;
 
 const portSchema = z
   .union([z.number().int(), z.string().regex(/^\d{1,5}$/, 'must be a port number')])

@@ -67,11 +67,6 @@ export class MasterConnection {
     this.#pool.on('error', () => {});
   }
 
-  /** Resolves once the first master login was read and verified; rejects when it cannot be. */
-  ready(): Promise<void> {
-    return this.#pool.ready();
-  }
-
   /** The pool (its events: `switch` when a rotated master password is taken, `drained`, ...). */
   get pool(): Pool {
     return this.#pool;
@@ -197,10 +192,11 @@ export class MasterConnections {
     const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
     let connection = this.#open.get(key);
     if (!connection) {
-      connection = readMasterPassword(target.fragment).then(async () => {
-        const opened = new MasterConnection(target, this.maxConnectionsPerInstance);
-        return opened;
-      });
+      // Read once first so that a missing or empty password fails here, naming the file,
+      // rather than leaving the pool waiting for a source that never reads.
+      connection = readMasterPassword(target.fragment).then(
+        () => new MasterConnection(target, this.maxConnectionsPerInstance),
+      );
       // A failed password read is not cached: the next pass tries again.
       connection.catch(() => this.#open.delete(key));
       this.#open.set(key, connection);

@@ -52,7 +52,10 @@ export interface EventRecorderOptions {
   readonly now?: () => number;
 }
 
-/** Folded Events kept (the most recent), so a repeat updates its Event instead of adding one. */
+/**
+ * Folded Events (and claims' token buckets) kept, the most recent: a repeat updates its
+ * Event instead of adding one.
+ */
 const FOLDED_EVENTS_KEPT = 4096;
 
 interface RecordedEvent {
@@ -135,6 +138,9 @@ export class ClaimEventRecorder {
       bucket.at += refilled * this.#refillMillis;
     }
     this.#buckets.set(uid, bucket);
+    // Claims come and go: keep the buckets of the most recent ones only (a forgotten claim
+    // starts again with a full bucket, as after a restart).
+    if (this.#buckets.size > FOLDED_EVENTS_KEPT) this.#buckets.delete(this.#buckets.keys().next().value!);
     if (bucket.tokens === 0) return false;
     bucket.tokens--;
     return true;

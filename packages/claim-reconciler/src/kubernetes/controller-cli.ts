@@ -9,12 +9,12 @@
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { HotloadLogger, PromClientModule, PromRegistry } from 'hotload-core';
+import type { HotloadLogger } from 'hotload-core';
 import { prometheusMetrics } from '../metrics.js';
 import { startMetricsServer } from '../metrics-server.js';
 import { ClaimController, type KeyReconciled } from './claim-controller.js';
 import { watchReconcilerConfig } from './config-watch.js';
-import { registerControllerMetrics } from './controller-metrics.js';
+import { leaderElectionMetrics, registerControllerMetrics } from './controller-metrics.js';
 import { KubeClaimReconciler } from './kube-claim-reconciler.js';
 import { kubeClients } from './kube-clients.js';
 import { LeaderElector } from './leader-election.js';
@@ -115,8 +115,8 @@ export async function runControllerCli(argv: string[]): Promise<number> {
       leaseName: options.leaseName,
       identity: options.identity,
     });
-    const leader = leaderMetrics(client, registry, `${options.leaseNamespace}/${options.leaseName}`);
     const lease = `${options.leaseNamespace}/${options.leaseName}`;
+    const leader = leaderElectionMetrics(client, registry, lease);
     elector.on('started-leading', () => {
       leader.leading(true);
       logger.info({ identity: options.identity, lease }, 'leading');
@@ -200,38 +200,6 @@ function parseControllerArgs(argv: string[]): ControllerOptions {
     leaseName: values['lease-name'],
     identity: values.identity,
     takeOver: values['take-over'],
-  };
-}
-
-/**
- * Leader election metrics: `leader_election_master_status{name}` (1 while this replica
- * holds the Lease; client-go's name, so existing "no leader" alerts work) and
- * `leader_election_errors_total{name}` (failed acquire or renew attempts).
- */
-function leaderMetrics(
-  client: Pick<PromClientModule, 'Gauge' | 'Counter'>,
-  registry: PromRegistry,
-  name: string,
-): { leading(leading: boolean): void; failed(): void } {
-  const status = new client.Gauge({
-    name: 'leader_election_master_status',
-    help: 'Whether this replica holds the leader election Lease (1) or not (0)',
-    labelNames: ['name'],
-    registers: [],
-  });
-  const errors = new client.Counter({
-    name: 'leader_election_errors_total',
-    help: 'Failed attempts to acquire or renew the leader election Lease',
-    labelNames: ['name'],
-    registers: [],
-  });
-  registry.registerMetric(status);
-  registry.registerMetric(errors);
-  status.set({ name }, 0);
-  errors.inc({ name }, 0);
-  return {
-    leading: (leading) => status.set({ name }, leading ? 1 : 0),
-    failed: () => errors.inc({ name }),
   };
 }
 

@@ -5,7 +5,8 @@
  * feeds the claim gauge the folder mode sets after each pass (`dbclaim_claims{state}`, the
  * reconciler metrics' `claimStates`) from each claim's last outcome. `dbclaim_oldest_password_age_seconds` and
  * `dbclaim_password_rotation_period_seconds` let an alert say "rotation overdue".
- * `deploy/05-alerts.yaml` is written against these names; a test checks it against a scrape.
+ * `deploy/monitoring/alerts.yaml` is written against these names; a test checks it against a
+ * scrape. The leader election metrics are here too ({@link leaderElectionMetrics}).
  */
 import type { PromClientModule, PromRegistry } from 'hotload-core';
 import type { ReconcilerMetrics } from '../metrics.js';
@@ -16,8 +17,8 @@ import type { ClaimController, KeyReconciled } from './claim-controller.js';
 /** The `controller` label of controller-runtime's metrics. */
 const CONTROLLER = 'databaseclaim';
 
-/** Outcomes that are not a reconcile result but still a claim's last word. */
-const QUIET_OUTCOMES = new Set(['gone', 'finalized']);
+/** Outcomes after which the claim no longer exists: it leaves the claim-state gauge. */
+const GONE_OUTCOMES = new Set(['gone', 'finalized']);
 
 /** Registers the controller's metrics in `registry` and keeps them from `controller`'s events. */
 export function registerControllerMetrics(
@@ -47,7 +48,10 @@ export function registerControllerMetrics(
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [],
   });
+  // Each claim's last state, and how many claims are in each: kept as they change, so a
+  // reconcile costs O(1) here rather than a count over every claim.
   const lastOutcome = new Map<string, ClaimResult>();
+  const counts: Partial<Record<ClaimResult, number>> = {};
   const depth = new client.Gauge({
     name: 'workqueue_depth',
     help: 'Current depth of the work queue',
@@ -88,10 +92,46 @@ export function registerControllerMetrics(
     reconciles.inc({ controller: CONTROLLER, result: failed ? 'error' : 'success' });
     if (failed) errors.inc({ controller: CONTROLLER });
     if (event.seconds !== undefined) duration.observe({ controller: CONTROLLER }, event.seconds);
-    if (QUIET_OUTCOMES.has(event.outcome)) lastOutcome.delete(event.key);
-    else lastOutcome.set(event.key, event.outcome === 'invalid' ? 'error' : (event.outcome as ClaimResult));
-    const counts: Partial<Record<ClaimResult, number>> = {};
-    for (const outcome of lastOutcome.values()) counts[outcome] = (counts[outcome] ?? 0) + 1;
+    const before = lastOutcome.get(event.key);
+    if (before !== undefined) counts[before] = (counts[before] ?? 1) - 1;
+    if (GONE_OUTCOMES.has(event.outcome)) lastOutcome.delete(event.key);
+    else {
+      const state = event.outcome === 'invalid' ? 'error' : (event.outcome as ClaimResult);
+      lastOutcome.set(event.key, state);
+      counts[state] = (counts[state] ?? 0) + 1;
+    }
     reconcilerMetrics.claimStates?.(counts);
   });
+}
+
+/**
+ * Leader election metrics: `leader_election_master_status{name}` (1 while this replica
+ * holds the Lease; client-go's name, so existing "no leader" alerts work) and
+ * `leader_election_errors_total{name}` (failed acquire or renew attempts).
+ */
+export function leaderElectionMetrics(
+  client: Pick<PromClientModule, 'Gauge' | 'Counter'>,
+  registry: PromRegistry,
+  name: string,
+): { leading(leading: boolean): void; failed(): void } {
+  const status = new client.Gauge({
+    name: 'leader_election_master_status',
+    help: 'Whether this replica holds the leader election Lease (1) or not (0)',
+    labelNames: ['name'],
+    registers: [],
+  });
+  const errors = new client.Counter({
+    name: 'leader_election_errors_total',
+    help: 'Failed attempts to acquire or renew the leader election Lease',
+    labelNames: ['name'],
+    registers: [],
+  });
+  registry.registerMetric(status);
+  registry.registerMetric(errors);
+  status.set({ name }, 0);
+  errors.inc({ name }, 0);
+  return {
+    leading: (leading) => status.set({ name }, leading ? 1 : 0),
+    failed: () => errors.inc({ name }),
+  };
 }
