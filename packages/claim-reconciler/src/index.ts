@@ -3,10 +3,10 @@
  * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
  */
 
-export { deleteClaim } from './claim-deletion.js';
-export { CANARY_SECRET_SUFFIX } from './claim-migration.js';
-export type { ClaimReconcile } from './claim-outcome.js';
-export type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
+export { deleteClaim } from './core/claim-deletion.js';
+export { CANARY_SECRET_SUFFIX } from './core/claim-migration.js';
+export type { ClaimReconcile } from './core/claim-outcome.js';
+export type { ClaimPorts, SecretSink, StatusStore } from './core/claim-ports.js';
 export {
   type ClaimContext,
   type CredentialObservation,
@@ -17,7 +17,7 @@ export {
   type PlanInput,
   planCredentials,
   reconcileClaim,
-} from './claim-reconcile.js';
+} from './core/claim-reconcile.js';
 export {
   CLAIM_API_VERSION,
   CLAIM_KIND,
@@ -26,7 +26,7 @@ export {
   type LoadedClaims,
   loadClaimsFromDirectory,
   parseClaims,
-} from './claim-schema.js';
+} from './core/claim-schema.js';
 export {
   type Binding,
   type ClaimStatus,
@@ -34,8 +34,8 @@ export {
   readStatus,
   STATUS_SUFFIX,
   statusPath,
-} from './claim-status.js';
-export { matchFragmentKey } from './fragment-matcher.js';
+} from './core/claim-status.js';
+export { matchFragmentKey } from './core/fragment-matcher.js';
 export { type ClaimRef, readClaim } from './kubernetes/claim-api.js';
 export {
   ClaimController,
@@ -67,29 +67,29 @@ export {
 export { type LeaderElectionOptions, LeaderElector } from './kubernetes/leader-election.js';
 export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
 export type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './kubernetes/reconcile-port.js';
-export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
-export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
+export { type InstanceTarget, MasterConnection, MasterConnections } from './core/master-connection.js';
+export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './core/metrics.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';
 export type { SynchronousApplyUnavailable } from './migration/synchronous-apply.js';
-export { generatePassword, meetsPasswordSettings } from './password-generator.js';
-export { formatProblem, type Problem } from './problems.js';
+export { generatePassword, meetsPasswordSettings } from './core/password-generator.js';
+export { formatProblem, type Problem } from './core/problems.js';
 export {
   type ClaimNames,
   claimNames,
   MANAGED_ROLE_MARKER,
   ProvisioningConflictError,
   publisherComment,
-} from './provisioner.js';
-export { folderPublisherId, PUBLISHER_ID_FILE } from './publisher-id.js';
+} from './core/provisioner.js';
+export { folderPublisherId, PUBLISHER_ID_FILE } from './folder/publisher-id.js';
 export {
   EXIT_CODES,
   type ReconcileFilesOptions,
   type ReconcileFilesResult,
   reconcileFiles,
-} from './reconcile-files.js';
-export { type ReconcileError, type ReconcileResult, retryable, terminal } from './reconcile-result.js';
+} from './folder/reconcile-files.js';
+export { type ReconcileError, type ReconcileResult, retryable, terminal } from './core/reconcile-result.js';
 export {
   type ClaimOutcome,
   type ClaimResult,
@@ -97,7 +97,7 @@ export {
   type PassResult,
   Reconciler,
   type ReconcilerOptions,
-} from './reconciler.js';
+} from './folder/reconciler.js';
 export {
   ConfigError,
   type FragmentKey,
@@ -109,8 +109,8 @@ export {
   type ReconcilerConfig,
   SSL_MODES,
   type SslModeSetting,
-} from './reconciler-config.js';
-export { VerificationError } from './rotation.js';
+} from './core/reconciler-config.js';
+export { VerificationError } from './core/rotation.js';
 export {
   folderPorts,
   type PublishedCredentials,
@@ -118,7 +118,7 @@ export {
   SecretPublisher,
   secretDirectory,
   secretFiles,
-} from './secret-publisher.js';
-export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './sql-identifiers.js';
-export type { Step, StepHook } from './steps.js';
-export { UsageIndex } from './usage-index.js';
+} from './folder/secret-publisher.js';
+export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './core/sql-identifiers.js';
+export type { Step, StepHook } from './core/steps.js';
+export { UsageIndex } from './core/usage-index.js';

@@ -5,7 +5,7 @@
  * `lastTransitionTime` while its status stays the same, as `meta.SetStatusCondition` does.
  */
 
-import type { ClaimReconcile } from '../claim-outcome.js';
+import type { ClaimReconcile } from '../core/claim-outcome.js';
 import type { ClaimCondition } from './claim-resource.js';
 
 /** Reason of a condition when nothing went wrong. */

@@ -9,9 +9,9 @@
  */
 import { EventEmitter } from 'node:events';
 import type { HotloadLogger } from 'hotload-core';
-import { DATA_KEPT } from '../binding-cleanup.js';
-import type { ClaimReconcile } from '../claim-outcome.js';
-import type { ClaimPorts } from '../claim-ports.js';
+import { DATA_KEPT } from '../core/binding-cleanup.js';
+import type { ClaimReconcile } from '../core/claim-outcome.js';
+import type { ClaimPorts } from '../core/claim-ports.js';
 import type { ClaimRef } from './claim-api.js';
 import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';

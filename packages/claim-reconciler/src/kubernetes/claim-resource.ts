@@ -3,9 +3,9 @@
  * `status` subresource, and its conversion into the reconciler's validated claim (the same
  * parser as the folder mode, so both accept exactly the same documents).
  */
-import { CLAIM_API_VERSION, CLAIM_KIND, type DatabaseClaim, parseClaims } from '../claim-schema.js';
-import type { ClaimStatus } from '../claim-status.js';
-import { formatProblem } from '../problems.js';
+import { CLAIM_API_VERSION, CLAIM_KIND, type DatabaseClaim, parseClaims } from '../core/claim-schema.js';
+import type { ClaimStatus } from '../core/claim-status.js';
+import { formatProblem } from '../core/problems.js';
 
 /** API group of DatabaseClaim (the database controller's, so existing manifests apply). */
 export const CLAIM_GROUP = 'persistance.atlas.infoblox.com';

@@ -4,7 +4,7 @@
  * read it) is handled by reading it again and retrying, never by overwriting blindly.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { ClaimStatus } from '../claim-status.js';
+import type { ClaimStatus } from '../core/claim-status.js';
 import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
 import { type ConditionInput, nextConditions } from './claim-conditions.js';
 import type { ClaimResource, ClaimResourceStatus } from './claim-resource.js';

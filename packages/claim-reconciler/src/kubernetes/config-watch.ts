@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ConnectionConfig, type ConnectionSource, SourceError, SourceWatcher } from 'hotload-core';
-import { ConfigError, parseReconcilerConfig, type ReconcilerConfig } from '../reconciler-config.js';
+import { ConfigError, parseReconcilerConfig, type ReconcilerConfig } from '../core/reconciler-config.js';
 
 /** A running config watch; `close()` when done. */
 export interface ConfigWatch {

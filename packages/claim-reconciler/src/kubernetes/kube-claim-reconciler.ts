@@ -5,20 +5,20 @@
  * connections are kept across reconciles (one pool per instance and login) and closed on
  * {@link KubeClaimReconciler.close}.
  */
-import type { ClaimContext } from '../claim-context.js';
-import { deleteClaim } from '../claim-deletion.js';
-import type { ClaimReconcile } from '../claim-outcome.js';
-import type { ClaimPorts } from '../claim-ports.js';
-import { desiredBinding, reconcileClaim, recordClaimError } from '../claim-reconcile.js';
-import type { DatabaseClaim } from '../claim-schema.js';
-import type { Binding, ClaimStatus } from '../claim-status.js';
-import { MasterConnections } from '../master-connection.js';
-import type { ReconcilerMetrics } from '../metrics.js';
-import { terminal } from '../reconcile-result.js';
-import type { ReconcilerConfig } from '../reconciler-config.js';
-import type { StepHook } from '../steps.js';
-import { UsageIndex } from '../usage-index.js';
-import { sameUsers, type UsersWanted, userConflictMessage, usersOwner } from '../user-conflicts.js';
+import type { ClaimContext } from '../core/claim-context.js';
+import { deleteClaim } from '../core/claim-deletion.js';
+import type { ClaimReconcile } from '../core/claim-outcome.js';
+import type { ClaimPorts } from '../core/claim-ports.js';
+import { desiredBinding, reconcileClaim, recordClaimError } from '../core/claim-reconcile.js';
+import type { DatabaseClaim } from '../core/claim-schema.js';
+import type { Binding, ClaimStatus } from '../core/claim-status.js';
+import { MasterConnections } from '../core/master-connection.js';
+import type { ReconcilerMetrics } from '../core/metrics.js';
+import { terminal } from '../core/reconcile-result.js';
+import type { ReconcilerConfig } from '../core/reconciler-config.js';
+import type { StepHook } from '../core/steps.js';
+import { UsageIndex } from '../core/usage-index.js';
+import { sameUsers, type UsersWanted, userConflictMessage, usersOwner } from '../core/user-conflicts.js';
 import { ALLOW_DELETE_ANNOTATION } from './claim-resource.js';
 import type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './reconcile-port.js';
 

@@ -6,13 +6,13 @@
  * {@link PUBLISHED_AT_ANNOTATION} records when it was published (a folder's `..data` mtime).
  */
 import type { V1OwnerReference, V1Secret } from '@kubernetes/client-node';
-import type { SecretSink } from '../claim-ports.js';
+import type { SecretSink } from '../core/claim-ports.js';
 import {
   credentialsFromSecret,
   type PublishedCredentials,
   secretDiffers,
   secretFiles,
-} from '../secret-publisher.js';
+} from '../folder/secret-publisher.js';
 import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
 import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 

@@ -6,8 +6,8 @@
  * write. A write is thus never lost and never doubled: the reconcile itself is the unit.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { StatusStore } from '../claim-ports.js';
-import type { ClaimStatus } from '../claim-status.js';
+import type { StatusStore } from '../core/claim-ports.js';
+import type { ClaimStatus } from '../core/claim-status.js';
 
 /** What the reconcile asked to record for the claim. */
 export type RecordedState =

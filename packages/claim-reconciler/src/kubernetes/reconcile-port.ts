@@ -4,9 +4,9 @@
  * cluster's {@link ClaimPorts} (Secret sink, status store), and gets back a
  * controller-runtime-shaped result (requeue after, retryable/terminal error).
  */
-import type { ClaimReconcile } from '../claim-outcome.js';
-import type { ClaimPorts } from '../claim-ports.js';
-import type { DatabaseClaim } from '../claim-schema.js';
+import type { ClaimReconcile } from '../core/claim-outcome.js';
+import type { ClaimPorts } from '../core/claim-ports.js';
+import type { DatabaseClaim } from '../core/claim-schema.js';
 
 /** Which claim, and which Secret it writes. */
 export type ClaimIdentity = Pick<DatabaseClaim, 'key' | 'namespace' | 'secretName'>;

@@ -15,7 +15,7 @@
  * Until `cutover` the application stays on the source; from `draining` on it is on the
  * target. Never holds a password.
  */
-import type { Binding } from '../binding.js';
+import type { Binding } from '../core/binding.js';
 import type { SynchronousApplyUnavailable } from './synchronous-apply.js';
 
 /** A migration phase (see the file comment). */

@@ -12,11 +12,11 @@
  * change that, and the login is dropped with the link.
  */
 
-import { generatePassword } from '../password-generator.js';
-import { MANAGED_ROLE_MARKER } from '../provisioner.js';
-import type { SslModeSetting } from '../reconciler-config.js';
-import { scramSha256Verifier } from '../scram-verifier.js';
-import { quoteIdentifier, quoteLiteral } from '../sql-identifiers.js';
+import { generatePassword } from '../core/password-generator.js';
+import { MANAGED_ROLE_MARKER } from '../core/provisioner.js';
+import type { SslModeSetting } from '../core/reconciler-config.js';
+import { scramSha256Verifier } from '../core/scram-verifier.js';
+import { quoteIdentifier, quoteLiteral } from '../core/sql-identifiers.js';
 import type { SqlClient } from './sql-client.js';
 
 /** How the target server reaches the source (host/port as the target resolves them). */

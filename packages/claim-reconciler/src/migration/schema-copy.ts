@@ -4,7 +4,7 @@
  * one transaction as the claim's base role (so objects end up owned as on the source and
  * either all exist or none do), then read both catalogs back and require them to match.
  */
-import { quoteIdentifier } from '../sql-identifiers.js';
+import { quoteIdentifier } from '../core/sql-identifiers.js';
 import { diffCatalogs } from './catalog-diff.js';
 import { isEmptyCatalog, readCatalog } from './catalog-snapshot.js';
 import { MigrationRefusedError } from './migration-errors.js';

@@ -5,7 +5,7 @@
  * keys (after every table exists), views. Names and expressions come deparsed and
  * schema-qualified from the source; only the statement frames are written here.
  */
-import { quoteIdentifier, quoteLiteral } from '../sql-identifiers.js';
+import { quoteIdentifier, quoteLiteral } from '../core/sql-identifiers.js';
 import type { CatalogSnapshot, ColumnDefinition, SequenceDefinition } from './catalog-snapshot.js';
 
 /** Statements, in order, that build `snapshot` on an empty database. */

@@ -5,7 +5,7 @@
  * a client that missed the switch cannot write there after the final WAL position is read.
  * (Setting a password again, as provisioning does, gives LOGIN back.)
  */
-import { quoteIdentifier } from '../sql-identifiers.js';
+import { quoteIdentifier } from '../core/sql-identifiers.js';
 import type { SqlClient } from './sql-client.js';
 
 const POLL_MILLIS = 50;

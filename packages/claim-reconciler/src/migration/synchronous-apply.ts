@@ -16,7 +16,7 @@
  * (a named standby that never answers would hold every commit), removed when the pass ends
  * for any reason, and only ever set when nobody else configured synchronous standbys.
  */
-import { quoteLiteral } from '../sql-identifiers.js';
+import { quoteLiteral } from '../core/sql-identifiers.js';
 import type { SqlClient } from './sql-client.js';
 
 const SETTING = 'synchronous_standby_names';

@@ -1,6 +1,6 @@
 /** Ready/Synced conditions from a reconcile result: pure, so tested on plain values. */
 import { describe, expect, it } from 'vitest';
-import type { ClaimReconcile } from '../../src/claim-outcome.js';
+import type { ClaimReconcile } from '../../src/core/claim-outcome.js';
 import { nextConditions } from '../../src/kubernetes/claim-conditions.js';
 
 const t0 = new Date('2026-01-01T00:00:00Z');

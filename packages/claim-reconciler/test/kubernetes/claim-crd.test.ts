@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { CLAIM_RESOURCE } from 'hotload-test-support';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { CLAIM_SPEC_SCHEMA } from '../../src/claim-schema.js';
+import { CLAIM_SPEC_SCHEMA } from '../../src/core/claim-schema.js';
 import { parseReconcilerConfig } from '../../src/index.js';
 import { claimCustomResourceDefinition } from '../../src/kubernetes/claim-crd.js';
 import { crdYaml } from '../../src/kubernetes/claim-crd-yaml.js';

@@ -10,7 +10,7 @@ import { describeOnControlPlane, nextEvent, useKubeTestBed, WorkerLoad } from 'h
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { parseReconcilerConfig, type ReconcilerConfig } from '../../src/index.js';
 import type { KeyReconciled } from '../../src/kubernetes/claim-controller.js';
-import { MasterConnections } from '../../src/master-connection.js';
+import { MasterConnections } from '../../src/core/master-connection.js';
 import { canLogin, tempDir, useReconcilerCluster } from '../fixtures.js';
 import { createReadyClaim, makeController, type RunningController, secretData } from './kube-fixtures.js';
 

@@ -1,0 +1,74 @@
+/**
+ * The two places a claim's reconcile writes outside PostgreSQL, as narrow ports so that
+ * another driver can plug in its own: the folder mode uses a kubelet-style secret folder
+ * and a status file; a Kubernetes controller would use a Secret and the claim's status
+ * subresource.
+ */
+import type { DatabaseClaim } from './claim-schema.js';
+import type { ClaimStatus } from './claim-status.js';
+import type { PublishedCredentials } from '../folder/secret-publisher.js';
+import type { StepHook } from './steps.js';
+
+/** Where one claim's secret is published (today a folder, later a Kubernetes Secret). */
+export interface SecretSink {
+  /** Where the secret lives, for messages and outcomes (a folder path, `namespace/name`). */
+  readonly location: string;
+  /** What the secret holds now, or undefined when there is none or it is incomplete. */
+  read(): Promise<PublishedCredentials | undefined>;
+  /** When the current content was published, or undefined. */
+  publishedAt(): Promise<Date | undefined>;
+  /** Whether publishing `credentials` with `dsnName` would change anything. */
+  differs(credentials: PublishedCredentials, dsnName: string): Promise<boolean>;
+  /**
+   * Publishes atomically (a reader sees the old or the new secret, never a mix); the
+   * sink's own inner steps, if any, are announced to `onStep` first.
+   */
+  publish(
+    credentials: PublishedCredentials,
+    dsnName: string,
+    onStep?: (action: string) => Promise<void>,
+  ): Promise<boolean>;
+  /** Leftovers of a publish that was killed midway (names), empty when none. */
+  stale(): Promise<string[]>;
+  /** Removes those leftovers. */
+  sweep(): Promise<void>;
+  /** Removes the secret. */
+  remove(): Promise<void>;
+  /**
+   * Runs `work` as the only writer of this secret (a lock file beside a folder; a
+   * Kubernetes writer may rely on resourceVersion instead and just run it).
+   */
+  lock<T>(work: () => Promise<T>): Promise<T>;
+}
+
+/** Where claim statuses are kept (today `<out>/<namespace>/<secret>.status.json`). */
+export interface StatusStore {
+  /** The status of the secret `namespace/secretName`, or undefined. */
+  read(namespace: string, secretName: string): Promise<ClaimStatus | undefined>;
+  /** Writes `status` unless it is already exactly that; resolves whether it changed. */
+  write(status: ClaimStatus, step: StepHook | undefined): Promise<boolean>;
+  /** Removes the status (the last step of a deletion). */
+  remove(status: ClaimStatus, step: StepHook | undefined): Promise<void>;
+  /** Every stored status (claims still present and claims gone). */
+  list(): Promise<ClaimStatus[]>;
+}
+
+/** The ports of one driver: a secret sink per claim secret, and the status store. */
+export interface ClaimPorts {
+  /** The sink of the secret `namespace/secretName`. */
+  secretFor(namespace: string, secretName: string): SecretSink;
+  /** Where every claim's status is kept. */
+  readonly statuses: StatusStore;
+  /**
+   * Who publishes (an output folder's id; a controller would name its cluster). Recorded on
+   * each claim's base role: a claim already published by another publisher is refused.
+   * Resolved once per pass; creating it is a step (a dry run skips it).
+   */
+  publisherId(step: StepHook | undefined): Promise<string>;
+  /**
+   * The driver's other valid claims whose `spec.userName` is `userName` (a controller's
+   * informer knows them), for the user-conflict rule. Absent: the driver decides conflicts
+   * itself (the folder mode sees a whole pass).
+   */
+  otherClaims?(userName: string): readonly DatabaseClaim[];
+}

@@ -1,0 +1,121 @@
+/**
+ * Schema copy over the master connections between two real clusters: the supported set
+ * (enum, serial and identity sequences, PK/unique/check/FK constraints, indexes, views)
+ * arrives equal by the server's own deparse, and an unsupported object refuses the copy
+ * before anything is created.
+ */
+import { type PostgresCluster, startCluster } from 'hotload-test-support';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readCatalog } from '../../src/migration/catalog-snapshot.js';
+import { MigrationRefusedError } from '../../src/migration/migration-errors.js';
+import { copySchema } from '../../src/migration/schema-copy.js';
+
+let a: PostgresCluster;
+let b: PostgresCluster;
+
+beforeAll(async () => {
+  [a, b] = await Promise.all([startCluster(), startCluster()]);
+});
+
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+});
+
+/** Creates `name` with owner role `owner` on `cluster` and returns a superuser client in it. */
+async function database(cluster: PostgresCluster, name: string, owner: string): Promise<pg.Client> {
+  await cluster.query(
+    `DO $$ BEGIN CREATE ROLE ${owner} NOLOGIN; EXCEPTION WHEN duplicate_object THEN END $$`,
+  );
+  await cluster.query(`CREATE DATABASE ${name} OWNER ${owner}`);
+  const client = new pg.Client(cluster.connectionConfig({ database: name }));
+  await client.connect();
+  return client;
+}
+
+const APP_SCHEMA = `
+  CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy');
+  CREATE SCHEMA billing;
+  CREATE TABLE authors (id serial PRIMARY KEY, email text NOT NULL UNIQUE, mood mood NOT NULL DEFAULT 'ok');
+  CREATE TABLE notes (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    author_id int NOT NULL REFERENCES authors (id) ON DELETE CASCADE,
+    body text CHECK (length(body) < 1000),
+    created timestamptz NOT NULL DEFAULT now(),
+    price numeric(10, 2)
+  );
+  CREATE INDEX notes_created ON notes (created DESC) WHERE body IS NOT NULL;
+  CREATE TABLE billing.invoices (no int PRIMARY KEY, note_id bigint REFERENCES notes (id), state mood);
+  CREATE SEQUENCE billing.counter START 5 INCREMENT 3;
+  CREATE VIEW happy_notes AS SELECT n.id, n.body FROM notes n JOIN authors a ON a.id = n.author_id WHERE a.mood = 'happy';
+`;
+
+describe('schema copy', () => {
+  it('recreates enums, sequences, constraints, indexes and views so the catalogs match', async () => {
+    const source = await database(a, 'schema_src', 'app');
+    const target = await database(b, 'schema_src', 'app');
+    try {
+      await source.query(`SET ROLE app; ${APP_SCHEMA}`);
+      const steps: string[] = [];
+      const result = await copySchema(source, target, 'app', async (s) => {
+        steps.push(s);
+      });
+      expect(result.created).toBe(true);
+      expect(steps).toEqual(['copy-schema']);
+      expect([...result.tables].sort()).toEqual(['billing.invoices', 'public.authors', 'public.notes']);
+      expect(await readCatalog(target)).toEqual(await readCatalog(source));
+
+      // The FK and the enum behave on the target, and objects belong to the base role.
+      await target.query(`INSERT INTO authors (email, mood) VALUES ('x@y', 'happy')`);
+      await expect(
+        target.query(`INSERT INTO notes (author_id, body) VALUES (42, 'orphan')`),
+      ).rejects.toMatchObject({
+        code: '23503',
+      });
+      await expect(
+        target.query(`INSERT INTO authors (email, mood) VALUES ('z@y', 'angry')`),
+      ).rejects.toMatchObject({
+        code: '22P02',
+      });
+      const owners = await target.query<{ owner: string }>(
+        `SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname IN ('public', 'billing') AND c.relkind IN ('r', 'v', 'S')`,
+      );
+      expect(owners.rows).toEqual([{ owner: 'app' }]);
+
+      // A second run finds the target equal and changes nothing.
+      expect((await copySchema(source, target, 'app', async () => {})).created).toBe(false);
+    } finally {
+      await Promise.all([source.end(), target.end()]);
+    }
+  });
+
+  it('refuses unsupported objects by name before creating anything on the target', async () => {
+    const source = await database(a, 'schema_refuse', 'app2');
+    const target = await database(b, 'schema_refuse', 'app2');
+    try {
+      await source.query(`
+        CREATE TABLE audit (id int PRIMARY KEY, at timestamptz);
+        CREATE TABLE log_lines (line text);
+        CREATE FUNCTION stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.at := now(); RETURN NEW; END $$;
+        CREATE TRIGGER audit_stamp BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION stamp();
+        CREATE MATERIALIZED VIEW audit_count AS SELECT count(*) FROM audit;`);
+      const steps: string[] = [];
+      const copy = copySchema(source, target, 'app2', async (s) => {
+        steps.push(s);
+      });
+      await expect(copy).rejects.toBeInstanceOf(MigrationRefusedError);
+      const message = await copy.catch((e: Error) => e.message);
+      expect(message).toContain('function public.stamp (functions and procedures are not copied)');
+      expect(message).toContain('trigger audit_stamp on audit (triggers are not copied)');
+      expect(message).toContain('materialized view public.audit_count');
+      expect(message).toContain('table public.log_lines (it has no primary key');
+      expect(steps).toEqual([]);
+      expect(
+        (await target.query(`SELECT count(*)::int AS n FROM pg_class WHERE relname = 'audit'`)).rows,
+      ).toEqual([{ n: 0 }]);
+    } finally {
+      await Promise.all([source.end(), target.end()]);
+    }
+  });
+});
