@@ -36,6 +36,57 @@ export {
   statusPath,
 } from './core/claim-status.js';
 export { matchFragmentKey } from './core/fragment-matcher.js';
+export { type InstanceTarget, MasterConnection, MasterConnections } from './core/master-connection.js';
+export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './core/metrics.js';
+export { generatePassword, meetsPasswordSettings } from './core/password-generator.js';
+export { formatProblem, type Problem } from './core/problems.js';
+export {
+  type ClaimNames,
+  claimNames,
+  MANAGED_ROLE_MARKER,
+  ProvisioningConflictError,
+  publisherComment,
+} from './core/provisioner.js';
+export { type ReconcileError, type ReconcileResult, retryable, terminal } from './core/reconcile-result.js';
+export {
+  ConfigError,
+  type FragmentKey,
+  loadReconcilerConfig,
+  MasterPasswordError,
+  type MasterPasswordSource,
+  type PasswordSettings,
+  parseReconcilerConfig,
+  type ReconcilerConfig,
+  SSL_MODES,
+  type SslModeSetting,
+} from './core/reconciler-config.js';
+export { VerificationError } from './core/rotation.js';
+export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './core/sql-identifiers.js';
+export type { Step, StepHook } from './core/steps.js';
+export { UsageIndex } from './core/usage-index.js';
+export { folderPublisherId, PUBLISHER_ID_FILE } from './folder/publisher-id.js';
+export {
+  EXIT_CODES,
+  type ReconcileFilesOptions,
+  type ReconcileFilesResult,
+  reconcileFiles,
+} from './folder/reconcile-files.js';
+export {
+  type ClaimOutcome,
+  type ClaimResult,
+  type PassOptions,
+  type PassResult,
+  Reconciler,
+  type ReconcilerOptions,
+} from './folder/reconciler.js';
+export {
+  folderPorts,
+  type PublishedCredentials,
+  SECRET_FILE_MODE,
+  SecretPublisher,
+  secretDirectory,
+  secretFiles,
+} from './folder/secret-publisher.js';
 export { type ClaimRef, readClaim } from './kubernetes/claim-api.js';
 export {
   ClaimController,
@@ -67,58 +118,7 @@ export {
 export { type LeaderElectionOptions, LeaderElector } from './kubernetes/leader-election.js';
 export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
 export type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './kubernetes/reconcile-port.js';
-export { type InstanceTarget, MasterConnection, MasterConnections } from './core/master-connection.js';
-export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './core/metrics.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';
 export type { SynchronousApplyUnavailable } from './migration/synchronous-apply.js';
-export { generatePassword, meetsPasswordSettings } from './core/password-generator.js';
-export { formatProblem, type Problem } from './core/problems.js';
-export {
-  type ClaimNames,
-  claimNames,
-  MANAGED_ROLE_MARKER,
-  ProvisioningConflictError,
-  publisherComment,
-} from './core/provisioner.js';
-export { folderPublisherId, PUBLISHER_ID_FILE } from './folder/publisher-id.js';
-export {
-  EXIT_CODES,
-  type ReconcileFilesOptions,
-  type ReconcileFilesResult,
-  reconcileFiles,
-} from './folder/reconcile-files.js';
-export { type ReconcileError, type ReconcileResult, retryable, terminal } from './core/reconcile-result.js';
-export {
-  type ClaimOutcome,
-  type ClaimResult,
-  type PassOptions,
-  type PassResult,
-  Reconciler,
-  type ReconcilerOptions,
-} from './folder/reconciler.js';
-export {
-  ConfigError,
-  type FragmentKey,
-  loadReconcilerConfig,
-  MasterPasswordError,
-  type MasterPasswordSource,
-  type PasswordSettings,
-  parseReconcilerConfig,
-  type ReconcilerConfig,
-  SSL_MODES,
-  type SslModeSetting,
-} from './core/reconciler-config.js';
-export { VerificationError } from './core/rotation.js';
-export {
-  folderPorts,
-  type PublishedCredentials,
-  SECRET_FILE_MODE,
-  SecretPublisher,
-  secretDirectory,
-  secretFiles,
-} from './folder/secret-publisher.js';
-export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './core/sql-identifiers.js';
-export type { Step, StepHook } from './core/steps.js';
-export { UsageIndex } from './core/usage-index.js';

@@ -1,7 +1,7 @@
+import type { MigrationOptions } from '../migration/online-migration.js';
 import type { ClaimPorts } from './claim-ports.js';
 import type { MasterConnections } from './master-connection.js';
 import type { ReconcilerMetrics } from './metrics.js';
-import type { MigrationOptions } from '../migration/online-migration.js';
 import type { ReconcilerConfig } from './reconciler-config.js';
 import type { StepHook } from './steps.js';
 import type { UsageIndex } from './usage-index.js';

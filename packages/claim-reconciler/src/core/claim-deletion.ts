@@ -3,6 +3,8 @@
  * had, then remove its status. A clean-up that fails keeps the status (`deleting`) so the
  * next pass retries it.
  */
+
+import { inProgress } from '../migration/migration-state.js';
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
 import { dropMigrationOf } from './claim-migration.js';
@@ -11,7 +13,6 @@ import type { SecretSink } from './claim-ports.js';
 import { claimLockName } from './claim-reconcile.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
-import { inProgress } from '../migration/migration-state.js';
 import { retryable } from './reconcile-result.js';
 import { performStep } from './steps.js';
 

@@ -12,6 +12,22 @@
  * its deletion policy; the application never left the source.
  */
 
+import type { PublishedCredentials } from '../folder/secret-publisher.js';
+import { MigrationRefusedError } from '../migration/migration-errors.js';
+import {
+  beforeCutover,
+  inProgress,
+  type MigrationState,
+  newMigration,
+} from '../migration/migration-state.js';
+import {
+  abandonMigration,
+  type DatabaseSession,
+  type MigrationEndpoints,
+  type MigrationHooks,
+  runMigration,
+} from '../migration/online-migration.js';
+import { replicationName } from '../migration/replication-names.js';
 import type { Binding } from './binding.js';
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
@@ -21,20 +37,9 @@ import type { DatabaseClaim } from './claim-schema.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
 import { type InstanceTarget, instanceId, type MasterConnection } from './master-connection.js';
-import { MigrationRefusedError } from '../migration/migration-errors.js';
-import { beforeCutover, inProgress, type MigrationState, newMigration } from '../migration/migration-state.js';
-import {
-  abandonMigration,
-  type DatabaseSession,
-  type MigrationEndpoints,
-  type MigrationHooks,
-  runMigration,
-} from '../migration/online-migration.js';
-import { replicationName } from '../migration/replication-names.js';
 import { claimNames, Provisioner } from './provisioner.js';
 import { type ReconcileError, retryable, terminal } from './reconcile-result.js';
 import { inactiveUser, setVerifiedPassword } from './rotation.js';
-import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import { performStep } from './steps.js';
 
 /** Suffix of the canary secret published during a manual cutover. */

@@ -4,9 +4,10 @@
  * and a status file; a Kubernetes controller would use a Secret and the claim's status
  * subresource.
  */
+
+import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import type { DatabaseClaim } from './claim-schema.js';
 import type { ClaimStatus } from './claim-status.js';
-import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import type { StepHook } from './steps.js';
 
 /** Where one claim's secret is published (today a folder, later a Kubernetes Secret). */

@@ -37,6 +37,7 @@
  *   them there (a migration from such a source would start in claim-migration.ts).
  */
 
+import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
 import { reconcileMigration } from './claim-migration.js';
@@ -52,7 +53,6 @@ import { type ClaimNames, claimNames, Provisioner, ProvisioningConflictError } f
 import { type ReconcileError, retryable, terminal } from './reconcile-result.js';
 import type { PasswordSettings, ReconcilerConfig, SslModeSetting } from './reconciler-config.js';
 import { inactiveUser, passwordSetAt, rotationReason, setVerifiedPassword } from './rotation.js';
-import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import { UnsafeIdentifierError } from './sql-identifiers.js';
 import { performStep } from './steps.js';
 

@@ -8,9 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { MigrationState } from '../migration/migration-state.js';
 import type { Binding } from './binding.js';
 import type { StatusStore } from './claim-ports.js';
-import type { MigrationState } from '../migration/migration-state.js';
 import { performStep, type StepHook } from './steps.js';
 
 export type { Binding } from './binding.js';

@@ -13,15 +13,15 @@ import { existsSync, readFileSync, watch } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { isSourceError } from 'hotload-core';
 import type { ClaimOutcome } from '../core/claim-outcome.js';
-import { CONTROLLER_USAGE, ControllerUsageError, runControllerCli } from '../kubernetes/controller-cli.js';
 import { prometheusMetrics, type ReconcilerMetrics } from '../core/metrics.js';
 import { type MetricsServer, startMetricsServer } from '../core/metrics-server.js';
-import { PreflightError } from './preflight.js';
 import { formatProblem } from '../core/problems.js';
-import { EXIT_CODES, type ReconcileFilesResult, reconcileFiles } from './reconcile-files.js';
-import { DEFAULT_MAX_DELETIONS } from './reconciler.js';
 import { ConfigError } from '../core/reconciler-config.js';
 import type { Step, StepHook } from '../core/steps.js';
+import { CONTROLLER_USAGE, ControllerUsageError, runControllerCli } from '../kubernetes/controller-cli.js';
+import { PreflightError } from './preflight.js';
+import { EXIT_CODES, type ReconcileFilesResult, reconcileFiles } from './reconcile-files.js';
+import { DEFAULT_MAX_DELETIONS } from './reconciler.js';
 
 const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claims <dir> --out <dir>
          [--watch] [--resync-seconds <n>] [--rotate] [--prune] [--max-deletions <n>]

@@ -5,11 +5,11 @@
 import type { HotloadLogger } from 'hotload-core';
 import { loadClaimsFromDirectory } from '../core/claim-schema.js';
 import type { ReconcilerMetrics } from '../core/metrics.js';
-import { checkClaimsFolder, checkOutputFolder } from './preflight.js';
 import type { Problem } from '../core/problems.js';
-import { type ClaimOutcome, type PassOptions, type PassResult, Reconciler } from './reconciler.js';
 import { loadReconcilerConfig } from '../core/reconciler-config.js';
 import type { StepHook } from '../core/steps.js';
+import { checkClaimsFolder, checkOutputFolder } from './preflight.js';
+import { type ClaimOutcome, type PassOptions, type PassResult, Reconciler } from './reconciler.js';
 
 /** Exit codes of the CLI, also returned by {@link reconcileFiles}. */
 export const EXIT_CODES = {

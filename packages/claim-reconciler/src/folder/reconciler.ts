@@ -17,15 +17,15 @@ import type { DatabaseClaim } from '../core/claim-schema.js';
 import type { Binding, ClaimStatus } from '../core/claim-status.js';
 import { type InstanceTarget, instanceId, MasterConnections } from '../core/master-connection.js';
 import type { ReconcilerMetrics } from '../core/metrics.js';
-import type { MigrationOptions } from '../migration/online-migration.js';
 import { logOutcome } from '../core/outcome-logging.js';
-import { checkMasterLogins, targetKey } from './preflight.js';
 import { retryable, terminal } from '../core/reconcile-result.js';
 import type { ReconcilerConfig } from '../core/reconciler-config.js';
-import { folderPorts } from './secret-publisher.js';
 import type { StepHook } from '../core/steps.js';
 import { UsageIndex } from '../core/usage-index.js';
 import { sameUsers, userConflicts } from '../core/user-conflicts.js';
+import type { MigrationOptions } from '../migration/online-migration.js';
+import { checkMasterLogins, targetKey } from './preflight.js';
+import { folderPorts } from './secret-publisher.js';
 
 export type { ClaimOutcome, ClaimResult };
 

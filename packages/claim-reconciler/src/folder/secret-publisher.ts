@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
 import type { ClaimPorts, SecretSink } from '../core/claim-ports.js';
 import { FolderStatusStore } from '../core/claim-status.js';
+import type { SslModeSetting } from '../core/reconciler-config.js';
 import { lockLeftovers, removeLockLeftovers, withFolderLock } from './folder-lock.js';
 import { folderPublisherId } from './publisher-id.js';
-import type { SslModeSetting } from '../core/reconciler-config.js';
 
 /** Suffix of a lock file beside a secret folder (when none is given). */
 const LOCK_SUFFIX = '.lock';

@@ -17,7 +17,12 @@
  * system database, an unmatched instance label) stays a condition with a reason.
  */
 import { z } from 'zod';
-import { CLAIM_KIND, CLAIM_NAME_PATTERNS, CLAIM_SPEC_SCHEMA, USER_NAME_MAX_BYTES } from '../core/claim-schema.js';
+import {
+  CLAIM_KIND,
+  CLAIM_NAME_PATTERNS,
+  CLAIM_SPEC_SCHEMA,
+  USER_NAME_MAX_BYTES,
+} from '../core/claim-schema.js';
 import { MAX_IDENTIFIER_BYTES, SAFE_NAME } from '../core/sql-identifiers.js';
 import { ALLOW_DELETE_ANNOTATION, CLAIM_GROUP, CLAIM_PLURAL, CLAIM_VERSION } from './claim-resource.js';
 

@@ -10,8 +10,8 @@
  */
 import type { PromClientModule, PromRegistry } from 'hotload-core';
 import type { ReconcilerMetrics } from '../core/metrics.js';
-import type { ClaimResult } from '../folder/reconciler.js';
 import type { ReconcilerConfig } from '../core/reconciler-config.js';
+import type { ClaimResult } from '../folder/reconciler.js';
 import type { ClaimController, KeyReconciled } from './claim-controller.js';
 
 /** The `controller` label of controller-runtime's metrics. */

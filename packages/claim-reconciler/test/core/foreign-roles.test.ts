@@ -7,6 +7,7 @@
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Step } from '../../src/core/steps.js';
 import {
   MANAGED_ROLE_MARKER,
   PUBLISHER_ID_FILE,
@@ -15,7 +16,6 @@ import {
   readStatus,
   statusPath,
 } from '../../src/index.js';
-import type { Step } from '../../src/core/steps.js';
 import { claimYaml, rolesLike, useReconcilerCluster } from '../fixtures.js';
 
 const suite = useReconcilerCluster();

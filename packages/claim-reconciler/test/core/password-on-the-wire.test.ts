@@ -5,8 +5,8 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseClaims, Reconciler } from '../../src/index.js';
 import { scramSha256Verifier } from '../../src/core/scram-verifier.js';
+import { parseClaims, Reconciler } from '../../src/index.js';
 import { claimYaml, readSecret, useReconcilerCluster, withSecretClient } from '../fixtures.js';
 
 const suite = useReconcilerCluster();

@@ -6,8 +6,8 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { runCli, startCli } from './cli-runner.js';
 import { claimYaml, configYaml, rolesLike, useReconcilerCluster, writeMasterPassword } from '../fixtures.js';
+import { runCli, startCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();
 

@@ -8,8 +8,8 @@ import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readStatus, statusPath } from '../../src/index.js';
-import { reconcileArgs, runCli } from './cli-runner.js';
 import { canLogin, claimYaml, useReconcilerCluster } from '../fixtures.js';
+import { reconcileArgs, runCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();
 const RACE = ['race_one', 'race_two', 'race_three'];

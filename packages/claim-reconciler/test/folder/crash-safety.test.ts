@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import type { PostgresCluster } from 'hotload-test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGED_ROLE_MARKER, PUBLISHER_ID_FILE, readStatus, statusPath } from '../../src/index.js';
-import { runCli } from './cli-runner.js';
 import { canLogin, claimYaml, startReconcilerCluster } from '../fixtures.js';
+import { runCli } from './cli-runner.js';
 
 let cluster: PostgresCluster;
 let work: { path: string; cleanup: () => Promise<void> };

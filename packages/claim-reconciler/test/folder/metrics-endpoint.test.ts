@@ -8,8 +8,8 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
-import { runCli, startCli } from './cli-runner.js';
 import { claimYaml, useReconcilerCluster } from '../fixtures.js';
+import { runCli, startCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();
 

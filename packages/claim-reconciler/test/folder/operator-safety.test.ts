@@ -8,8 +8,8 @@ import { mkdir, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseClaims, Reconciler, type StepHook } from '../../src/index.js';
-import { type CliRun, runCli } from './cli-runner.js';
 import { canLogin, claimYaml, rolesLike, useReconcilerCluster } from '../fixtures.js';
+import { type CliRun, runCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();
 

@@ -27,8 +27,8 @@ import {
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { CLAIM_PLURAL } from '../../src/kubernetes/claim-resource.js';
-import { startCli } from '../folder/cli-runner.js';
 import { tempDir, useReconcilerCluster } from '../fixtures.js';
+import { startCli } from '../folder/cli-runner.js';
 import { claimObject, claimReady, createReadyClaim } from './kube-fixtures.js';
 
 const NAMESPACE = CONTROLLER_SERVICE_ACCOUNT.namespace;

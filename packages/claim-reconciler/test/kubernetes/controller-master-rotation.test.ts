@@ -8,9 +8,9 @@ import { join } from 'node:path';
 import { AtomicSecretWriter } from 'hotload-core';
 import { describeOnControlPlane, nextEvent, useKubeTestBed, WorkerLoad } from 'hotload-test-support';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { MasterConnections } from '../../src/core/master-connection.js';
 import { parseReconcilerConfig, type ReconcilerConfig } from '../../src/index.js';
 import type { KeyReconciled } from '../../src/kubernetes/claim-controller.js';
-import { MasterConnections } from '../../src/core/master-connection.js';
 import { canLogin, tempDir, useReconcilerCluster } from '../fixtures.js';
 import { createReadyClaim, makeController, type RunningController, secretData } from './kube-fixtures.js';
 

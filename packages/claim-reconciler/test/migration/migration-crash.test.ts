@@ -17,8 +17,8 @@ import {
   statusPath,
 } from '../../src/index.js';
 import { replicationName } from '../../src/migration/replication-names.js';
-import { runCli } from '../folder/cli-runner.js';
 import { claimYaml, startReconcilerInstances, withSecretClient } from '../fixtures.js';
+import { runCli } from '../folder/cli-runner.js';
 import { MOVE_STEPS } from './migration-steps.js';
 
 let a: PostgresCluster;

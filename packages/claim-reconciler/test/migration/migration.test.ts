@@ -20,8 +20,8 @@ import {
   readStatus,
   statusPath,
 } from '../../src/index.js';
-import { runCli, startCli } from '../folder/cli-runner.js';
 import { claimYaml, startReconcilerInstances, withSecretClient } from '../fixtures.js';
+import { runCli, startCli } from '../folder/cli-runner.js';
 
 let a: PostgresCluster;
 let b: PostgresCluster;
