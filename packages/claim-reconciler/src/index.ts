@@ -24,17 +24,9 @@ export {
   type DatabaseClaim,
   type DeletionPolicy,
   type LoadedClaims,
-  loadClaimsFromDirectory,
   parseClaims,
 } from './core/claim-schema.js';
-export {
-  type Binding,
-  type ClaimStatus,
-  FolderStatusStore,
-  readStatus,
-  STATUS_SUFFIX,
-  statusPath,
-} from './core/claim-status.js';
+export type { Binding, ClaimStatus } from './core/claim-status.js';
 export { matchFragmentKey } from './core/fragment-matcher.js';
 export { type InstanceTarget, MasterConnection, MasterConnections } from './core/master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './core/metrics.js';
@@ -43,7 +35,6 @@ export { formatProblem, type Problem } from './core/problems.js';
 export {
   type ClaimNames,
   claimNames,
-  MANAGED_ROLE_MARKER,
   ProvisioningConflictError,
   publisherComment,
 } from './core/provisioner.js';
@@ -60,10 +51,19 @@ export {
   SSL_MODES,
   type SslModeSetting,
 } from './core/reconciler-config.js';
+export { MANAGED_ROLE_MARKER } from './core/role-marker.js';
 export { VerificationError } from './core/rotation.js';
+export {
+  credentialsFromSecret,
+  type PublishedCredentials,
+  secretDiffers,
+  secretFiles,
+} from './core/secret-layout.js';
 export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './core/sql-identifiers.js';
 export type { Step, StepHook } from './core/steps.js';
 export { UsageIndex } from './core/usage-index.js';
+export { loadClaimsFromDirectory } from './folder/claim-files.js';
+export { FolderStatusStore, readStatus, STATUS_SUFFIX, statusPath } from './folder/folder-status-store.js';
 export { folderPublisherId, PUBLISHER_ID_FILE } from './folder/publisher-id.js';
 export {
   EXIT_CODES,
@@ -81,11 +81,9 @@ export {
 } from './folder/reconciler.js';
 export {
   folderPorts,
-  type PublishedCredentials,
   SECRET_FILE_MODE,
   SecretPublisher,
   secretDirectory,
-  secretFiles,
 } from './folder/secret-publisher.js';
 export { type ClaimRef, readClaim } from './kubernetes/claim-api.js';
 export {

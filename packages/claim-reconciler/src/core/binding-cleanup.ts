@@ -7,7 +7,7 @@
 import type { ClaimContext } from './claim-context.js';
 import type { Binding } from './claim-status.js';
 import { errorMessage } from './error-message.js';
-import { instanceId } from './master-connection.js';
+import { instanceId } from './instance-target.js';
 import { claimNames, Provisioner } from './provisioner.js';
 
 /** Bindings still waiting (their clean-up failed) and why. */

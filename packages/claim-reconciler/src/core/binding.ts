@@ -1,5 +1,7 @@
 /** Where a claim's database lives: shared by the status file and the migration state. */
-import type { DeletionPolicy } from './claim-schema.js';
+
+/** What happens to a claim's database and roles once it no longer uses them. */
+export type DeletionPolicy = 'Delete' | 'Orphan';
 
 /** Where a claim's database and users live (or lived). */
 export interface Binding {

@@ -12,7 +12,6 @@
  * its deletion policy; the application never left the source.
  */
 
-import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import { MigrationRefusedError } from '../migration/migration-errors.js';
 import {
   beforeCutover,
@@ -36,10 +35,12 @@ import type { SecretSink } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
-import { type InstanceTarget, instanceId, type MasterConnection } from './master-connection.js';
+import { type InstanceTarget, instanceId } from './instance-target.js';
+import type { MasterConnection } from './master-connection.js';
 import { claimNames, Provisioner } from './provisioner.js';
 import { type ReconcileError, retryable, terminal } from './reconcile-result.js';
 import { inactiveUser, setVerifiedPassword } from './rotation.js';
+import type { PublishedCredentials } from './secret-layout.js';
 import { performStep } from './steps.js';
 
 /** Suffix of the canary secret published during a manual cutover. */

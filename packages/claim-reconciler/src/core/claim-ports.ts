@@ -5,9 +5,9 @@
  * subresource.
  */
 
-import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import type { DatabaseClaim } from './claim-schema.js';
 import type { ClaimStatus } from './claim-status.js';
+import type { PublishedCredentials } from './secret-layout.js';
 import type { StepHook } from './steps.js';
 
 /** Where one claim's secret is published (today a folder, later a Kubernetes Secret). */

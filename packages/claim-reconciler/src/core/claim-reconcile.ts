@@ -37,7 +37,6 @@
  *   them there (a migration from such a source would start in claim-migration.ts).
  */
 
-import type { PublishedCredentials } from '../folder/secret-publisher.js';
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
 import { reconcileMigration } from './claim-migration.js';
@@ -47,12 +46,13 @@ import type { DatabaseClaim } from './claim-schema.js';
 import type { Binding, ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
 import { matchFragmentKey } from './fragment-matcher.js';
-import { type InstanceTarget, instanceId } from './master-connection.js';
+import { type InstanceTarget, instanceId } from './instance-target.js';
 import { type LoginResult, tryLogin } from './pg-connection.js';
 import { type ClaimNames, claimNames, Provisioner, ProvisioningConflictError } from './provisioner.js';
 import { type ReconcileError, retryable, terminal } from './reconcile-result.js';
 import type { PasswordSettings, ReconcilerConfig, SslModeSetting } from './reconciler-config.js';
 import { inactiveUser, passwordSetAt, rotationReason, setVerifiedPassword } from './rotation.js';
+import type { PublishedCredentials } from './secret-layout.js';
 import { UnsafeIdentifierError } from './sql-identifiers.js';
 import { performStep } from './steps.js';
 

@@ -6,11 +6,9 @@
  * quietly fall back to a default. Fields of the controller's CRD that this reconciler does
  * not act on (cloud shapes, storage sizes, ...) are accepted with a warning.
  */
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { STATUS_SUFFIX } from './claim-status.js';
+import type { DeletionPolicy } from './binding.js';
 import { type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import {
   assertSafeIdentifier,
@@ -24,8 +22,7 @@ export const CLAIM_API_VERSION = 'persistance.atlas.infoblox.com/v1';
 /** `kind` of DatabaseClaim documents. */
 export const CLAIM_KIND = 'DatabaseClaim';
 
-/** What happens to the database and users when the claim goes away. */
-export type DeletionPolicy = 'Delete' | 'Orphan';
+export type { DeletionPolicy } from './binding.js';
 
 /** Secret keys the reconciler writes itself; `dsnName` must not collide with them. */
 const FIXED_SECRET_KEYS = ['hostname', 'port', 'database', 'username', 'password', 'sslmode', 'uri_dsn.txt'];
@@ -213,22 +210,6 @@ export function parseClaims(text: string, file: string): LoadedClaims {
   return { claims, problems };
 }
 
-/** Loads every `*.yaml`/`*.yml` file under `dir` (recursively, in name order). */
-export async function loadClaimsFromDirectory(dir: string): Promise<LoadedClaims> {
-  const files = (await readdir(dir, { recursive: true, withFileTypes: true }))
-    .filter((entry) => entry.isFile() && /\.ya?ml$/i.test(entry.name))
-    .map((entry) => join(entry.parentPath, entry.name))
-    .sort();
-  const claims: DatabaseClaim[] = [];
-  const problems: Problem[] = [];
-  for (const file of files) {
-    const loaded = parseClaims(await readFile(file, 'utf8'), file);
-    claims.push(...loaded.claims);
-    problems.push(...loaded.problems);
-  }
-  return rejectDuplicates(claims, problems);
-}
-
 /** Two claims with the same name, or writing the same secret, are both refused. */
 export function rejectDuplicates(claims: readonly DatabaseClaim[], problems: Problem[]): LoadedClaims {
   const counts = new Map<string, number>();
@@ -321,8 +302,6 @@ function buildClaim(
   const secretName = spec.secretName ?? metadata.name;
   if (!DNS_SUBDOMAIN.test(secretName))
     report('spec.secretName', 'must be a DNS subdomain name (lower case letters, digits, "-", ".")');
-  else if (secretName.includes(STATUS_SUFFIX))
-    report('spec.secretName', `must not contain "${STATUS_SUFFIX}" (the status file suffix)`);
   if (spec.type !== undefined && spec.type.toLowerCase() !== 'postgres')
     report('spec.type', `only "postgres" is supported`);
   if (!INSTANCE_LABEL.test(spec.instanceLabel))

@@ -7,6 +7,7 @@
  */
 import { Pool } from 'hotload-pg';
 import pg from 'pg';
+import { type InstanceTarget, instanceId } from './instance-target.js';
 import { MasterPasswordSource } from './master-password-source.js';
 import { pgClientConfig } from './pg-connection.js';
 import { type FragmentKey, readMasterPassword } from './reconciler-config.js';
@@ -20,22 +21,7 @@ export const MASTER_DRAIN_TIMEOUT_MILLIS = 5 * 60_000;
 /** First key of every advisory lock this reconciler takes (the second names the claim users). */
 export const ADVISORY_LOCK_NAMESPACE = 'hotload-claim-reconciler';
 
-/** A PostgreSQL instance as a claim targets it: its fragment key and effective host/port. */
-export interface InstanceTarget {
-  /** Fragment key label matched by the claim's `instanceLabel`. */
-  readonly label: string;
-  /** The effective host (the claim's override, else the fragment key's). */
-  readonly host: string;
-  /** The effective port (the claim's override, else the fragment key's). */
-  readonly port: number;
-  /** The fragment key: how to log in as master (user, sslmode, password source). */
-  readonly fragment: FragmentKey;
-}
-
-/** `host:port`, the identity of an instance (the label only says how to log in). */
-export function instanceId(target: Pick<InstanceTarget, 'host' | 'port'>): string {
-  return target.host.includes(':') ? `[${target.host}]:${target.port}` : `${target.host}:${target.port}`;
-}
+export { type InstanceTarget, instanceId } from './instance-target.js';
 
 /** Admin access to one instance. */
 export class MasterConnection {

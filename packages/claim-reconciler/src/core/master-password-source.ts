@@ -7,7 +7,7 @@
  */
 import { dirname } from 'node:path';
 import { ConnectionConfig, type ConnectionSource } from 'hotload-core';
-import type { InstanceTarget } from './master-connection.js';
+import type { InstanceTarget } from './instance-target.js';
 import { readMasterPassword } from './reconciler-config.js';
 
 /** See the module comment. */

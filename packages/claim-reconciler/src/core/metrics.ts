@@ -5,7 +5,7 @@
  * optional `prom-client` peer.
  */
 import type { PromClientModule, PromMetric, PromRegistry } from 'hotload-core';
-import type { ClaimResult } from '../folder/reconciler.js';
+import type { ClaimResult } from './claim-outcome.js';
 
 /** What the reconciler reports. All durations are in seconds. */
 export interface ReconcilerMetrics {

@@ -1,5 +1,5 @@
 import type { HotloadLogger } from 'hotload-core';
-import type { ClaimOutcome } from '../folder/reconciler.js';
+import type { ClaimOutcome } from './claim-outcome.js';
 
 /**
  * One log line per claim outcome, pino-style: `info` when the claim is fine, `warn` when

@@ -4,6 +4,7 @@
  * "already exists" as success, so a run killed between any two statements converges.
  */
 import type { MasterConnection } from './master-connection.js';
+import { MANAGED_ROLE_MARKER } from './role-marker.js';
 import { scramSha256Verifier } from './scram-verifier.js';
 import { quoteIdentifier, quoteLiteral } from './sql-identifiers.js';
 import { performStep, type StepHook } from './steps.js';
@@ -18,13 +19,6 @@ function alreadyExists(error: unknown, code: string): boolean {
   const actual = (error as { code?: string }).code;
   return actual === code || actual === UNIQUE_VIOLATION;
 }
-
-/**
- * The comment this reconciler writes on every role it creates, in the same transaction as
- * the `CREATE ROLE`. Only roles carrying it are adopted, changed or dropped: a claim naming
- * any other existing role is refused, so writing a claim cannot take over someone's role.
- */
-export const MANAGED_ROLE_MARKER = 'managed by hotload-claim-reconciler';
 
 /**
  * The base role's comment also names the one publisher of the claim's secret (an output

@@ -12,11 +12,9 @@ import { z } from 'zod';
 import { type DeletionPolicy, parseDeletionPolicy } from './claim-schema.js';
 import { describeField, type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import { assertSafeIdentifier, UnsafeIdentifierError } from './sql-identifiers.js';
+import { SSL_MODES, type SslModeSetting } from './ssl-mode.js';
 
-/** libpq `sslmode` values accepted for master connections and written to secrets. */
-export const SSL_MODES = ['disable', 'allow', 'prefer', 'require', 'verify-ca', 'verify-full'] as const;
-/** One of {@link SSL_MODES}. */
-export type SslModeSetting = (typeof SSL_MODES)[number];
+export { SSL_MODES, type SslModeSetting } from './ssl-mode.js';
 
 /** Password generation and rotation settings (`passwordConfig`). */
 export interface PasswordSettings {

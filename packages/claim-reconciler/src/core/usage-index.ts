@@ -1,5 +1,5 @@
 import type { Binding } from './claim-status.js';
-import { instanceId } from './master-connection.js';
+import { instanceId } from './instance-target.js';
 
 /**
  * Counts how many bindings use a database or a role set on an instance, so a `Delete`

@@ -7,7 +7,7 @@
  * a terminal error naming the owner, and goes on once that claim lets go of the users.
  */
 import type { Binding } from './claim-status.js';
-import { instanceId } from './master-connection.js';
+import { instanceId } from './instance-target.js';
 
 /** One claim wanting login users. */
 export interface UsersWanted {

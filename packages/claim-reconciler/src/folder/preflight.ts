@@ -8,7 +8,7 @@ import { constants } from 'node:fs';
 import { access, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../core/error-message.js';
-import { type InstanceTarget, instanceId } from '../core/master-connection.js';
+import { type InstanceTarget, instanceId } from '../core/instance-target.js';
 import { tryLogin } from '../core/pg-connection.js';
 import { readMasterPassword } from '../core/reconciler-config.js';
 

@@ -3,11 +3,11 @@
  * folder. What the CLI runs once per pass; usable as a library call too.
  */
 import type { HotloadLogger } from 'hotload-core';
-import { loadClaimsFromDirectory } from '../core/claim-schema.js';
 import type { ReconcilerMetrics } from '../core/metrics.js';
 import type { Problem } from '../core/problems.js';
 import { loadReconcilerConfig } from '../core/reconciler-config.js';
 import type { StepHook } from '../core/steps.js';
+import { loadClaimsFromDirectory } from './claim-files.js';
 import { checkClaimsFolder, checkOutputFolder } from './preflight.js';
 import { type ClaimOutcome, type PassOptions, type PassResult, Reconciler } from './reconciler.js';
 

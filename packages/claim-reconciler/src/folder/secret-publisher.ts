@@ -5,11 +5,16 @@
  */
 import { lstat, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { AtomicSecretWriter, ConnectionConfig, DATA_DIR_NAME, toSecretFiles } from 'hotload-core';
+import { AtomicSecretWriter, DATA_DIR_NAME } from 'hotload-core';
 import type { ClaimPorts, SecretSink } from '../core/claim-ports.js';
-import { FolderStatusStore } from '../core/claim-status.js';
-import type { SslModeSetting } from '../core/reconciler-config.js';
+import {
+  credentialsFromSecret,
+  type PublishedCredentials,
+  secretDiffers,
+  secretFiles,
+} from '../core/secret-layout.js';
 import { lockLeftovers, removeLockLeftovers, withFolderLock } from './folder-lock.js';
+import { FolderStatusStore } from './folder-status-store.js';
 import { folderPublisherId } from './publisher-id.js';
 
 /** Suffix of a lock file beside a secret folder (when none is given). */
@@ -27,83 +32,9 @@ export function secretLockFile(outputDir: string, namespace: string, secretName:
 /** Mode of every published file: readable by the owner only. */
 export const SECRET_FILE_MODE = 0o600;
 
-/** The credentials a secret publishes. */
-export interface PublishedCredentials {
-  /** The host applications connect to. */
-  readonly host: string;
-  /** The port applications connect to. */
-  readonly port: number;
-  /** The claim's database. */
-  readonly database: string;
-  /** The active login user (`<userName>_a` or `_b`). */
-  readonly username: string;
-  /** The active user's password. A secret: never logged. */
-  readonly password: string;
-  /** The sslmode applications connect with. */
-  readonly sslmode: SslModeSetting;
-}
-
 /** Folder of a claim's secret. */
 export function secretDirectory(outputDir: string, namespace: string, secretName: string): string {
   return join(outputDir, namespace, secretName);
-}
-
-/**
- * Secret keys for `credentials`: `hostname`, `port`, `database`, `username`, `password`,
- * `sslmode`, `dsn.txt`, `uri_dsn.txt`, and `<dsnName>` / `uri_<dsnName>` when the claim
- * names its own DSN key (as the database controller does).
- */
-export function secretFiles(credentials: PublishedCredentials, dsnName: string): Record<string, string> {
-  const config = ConnectionConfig.create({
-    host: credentials.host,
-    port: credentials.port,
-    user: credentials.username,
-    password: credentials.password,
-    database: credentials.database,
-    sslmode: credentials.sslmode,
-  });
-  const files = toSecretFiles(config);
-  if (dsnName !== 'dsn.txt') {
-    files[dsnName] = files['dsn.txt']!;
-    files[`uri_${dsnName}`] = files['uri_dsn.txt']!;
-  }
-  return files;
-}
-
-/**
- * The credentials a secret's keys hold (`key` reads one key's text), or undefined when a
- * key is missing or the port is not a number. Shared by the folder and Kubernetes sinks.
- */
-export function credentialsFromSecret(
-  key: (name: string) => string | undefined,
-): PublishedCredentials | undefined {
-  const [host, port, database, username, password, sslmode] = [
-    'hostname',
-    'port',
-    'database',
-    'username',
-    'password',
-    'sslmode',
-  ].map(key);
-  if (!host || !port || !database || !username || !password || !/^\d+$/.test(port)) return undefined;
-  return {
-    host,
-    port: Number(port),
-    database,
-    username,
-    password,
-    sslmode: (sslmode ?? 'disable') as SslModeSetting,
-  };
-}
-
-/** Whether a secret with `currentCount` keys (`key` reads one) differs from `wanted`. */
-export function secretDiffers(
-  key: (name: string) => string | undefined,
-  currentCount: number,
-  wanted: Readonly<Record<string, string>>,
-): boolean {
-  const keys = Object.keys(wanted);
-  return currentCount !== keys.length || keys.some((name) => key(name) !== wanted[name]);
 }
 
 /** Reads, writes and removes one claim's secret folder: the folder mode's {@link SecretSink}. */

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { ClaimResult } from '../folder/reconciler.js';
+import type { ClaimResult } from '../core/claim-outcome.js';
 import type { ClaimRef } from './claim-api.js';
 import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
 import { describeApiError, isNotFound, type KubeClients } from './kube-clients.js';

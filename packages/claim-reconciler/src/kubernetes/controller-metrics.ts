@@ -9,9 +9,9 @@
  * scrape. The leader election metrics are here too ({@link leaderElectionMetrics}).
  */
 import type { PromClientModule, PromRegistry } from 'hotload-core';
+import type { ClaimResult } from '../core/claim-outcome.js';
 import type { ReconcilerMetrics } from '../core/metrics.js';
 import type { ReconcilerConfig } from '../core/reconciler-config.js';
-import type { ClaimResult } from '../folder/reconciler.js';
 import type { ClaimController, KeyReconciled } from './claim-controller.js';
 
 /** The `controller` label of controller-runtime's metrics. */

@@ -12,7 +12,7 @@ import {
   type PublishedCredentials,
   secretDiffers,
   secretFiles,
-} from '../folder/secret-publisher.js';
+} from '../core/secret-layout.js';
 import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
 import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 

@@ -7,9 +7,9 @@
  * as they grow, releases synchronous apply: the waiting commits return, and the conflict is
  * reported as before (by the wait for the final position, which keeps the source).
  */
-import type { DatabaseSession } from './online-migration.js';
+
 import { readReplicationProgress } from './replication-progress.js';
-import type { SqlClient } from './sql-client.js';
+import type { DatabaseSession, SqlClient } from './sql-client.js';
 
 /** A running watch (see the file comment). */
 export interface ApplyErrorWatch {

@@ -23,7 +23,7 @@ import {
 import { copySchema, verifySchema } from './schema-copy.js';
 import { advanceSequences } from './sequence-sync.js';
 import { drainSource } from './source-drain.js';
-import type { SqlClient } from './sql-client.js';
+import type { DatabaseSession, SqlClient } from './sql-client.js';
 import { SynchronousApply } from './synchronous-apply.js';
 
 /** Tunables of a migration; every field has a default. */
@@ -42,8 +42,7 @@ export interface MigrationOptions {
   readonly pollMillis?: number;
 }
 
-/** Runs `work` on a master connection to the claim's database on one instance. */
-export type DatabaseSession = <T>(work: (client: SqlClient) => Promise<T>) => Promise<T>;
+export type { DatabaseSession } from './sql-client.js';
 
 /** The two ends of a migration. */
 export interface MigrationEndpoints {

@@ -13,10 +13,10 @@
  */
 
 import { generatePassword } from '../core/password-generator.js';
-import { MANAGED_ROLE_MARKER } from '../core/provisioner.js';
-import type { SslModeSetting } from '../core/reconciler-config.js';
+import { MANAGED_ROLE_MARKER } from '../core/role-marker.js';
 import { scramSha256Verifier } from '../core/scram-verifier.js';
 import { quoteIdentifier, quoteLiteral } from '../core/sql-identifiers.js';
+import type { SslModeSetting } from '../core/ssl-mode.js';
 import type { SqlClient } from './sql-client.js';
 
 /** How the target server reaches the source (host/port as the target resolves them). */

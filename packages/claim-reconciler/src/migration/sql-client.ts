@@ -9,3 +9,6 @@ import type pg from 'pg';
 export interface SqlClient {
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
 }
+
+/** Runs `work` on a master connection to the claim's database on one instance. */
+export type DatabaseSession = <T>(work: (client: SqlClient) => Promise<T>) => Promise<T>;
