@@ -31,9 +31,10 @@ import {
   type ClaimPorts,
   type ClaimReconcile,
   type ClaimReconcilePort,
+  ClaimReconciler,
   type DatabaseClaim,
+  DEFAULT_PUBLISHER_ID,
   type KeyReconciled,
-  KubeClaimReconciler,
   kubeClients,
   parseClaims,
   parseReconcilerConfig,
@@ -134,9 +135,9 @@ class TimedReconciler implements ClaimReconcilePort {
   readonly reconcileTime = new Stopwatch();
   readonly secretTime = new Stopwatch();
 
-  constructor(private readonly inner: KubeClaimReconciler) {}
+  constructor(private readonly inner: ClaimReconciler) {}
 
-  get publisherId(): string {
+  get publisherId(): string | undefined {
     return this.inner.publisherId;
   }
   reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile> {
@@ -151,6 +152,7 @@ class TimedReconciler implements ClaimReconcilePort {
         new TimedSink(ports.secretFor(namespace, secretName), this.secretTime),
       statuses: ports.statuses,
       publisherId: (step) => ports.publisherId(step),
+      ...(ports.otherClaims ? { otherClaims: ports.otherClaims } : {}),
     };
   }
 }
@@ -289,8 +291,9 @@ async function measure(
   controllerConfig: Parameters<typeof kubeClients>[0],
   work: string,
 ) {
-  const reconciler = new KubeClaimReconciler({
+  const reconciler = new ClaimReconciler({
     config: await configFor(cluster, work),
+    publisherId: DEFAULT_PUBLISHER_ID,
     maxConnectionsPerInstance: WORKERS,
   });
   const timed = new TimedReconciler(reconciler);

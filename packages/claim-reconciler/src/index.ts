@@ -19,6 +19,12 @@ export {
   reconcileClaim,
 } from './core/claim-reconcile.js';
 export {
+  type ClaimDeletion,
+  type ClaimObservation,
+  ClaimReconciler,
+  type ClaimReconcilerOptions,
+} from './core/claim-reconciler.js';
+export {
   CLAIM_API_VERSION,
   CLAIM_KIND,
   type DatabaseClaim,
@@ -38,6 +44,7 @@ export {
   ProvisioningConflictError,
   publisherComment,
 } from './core/provisioner.js';
+export type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './core/reconcile-port.js';
 export { type ReconcileError, type ReconcileResult, retryable, terminal } from './core/reconcile-result.js';
 export {
   ConfigError,
@@ -103,9 +110,9 @@ export {
   type ClaimResource,
   type ClaimResourceStatus,
   claimFromResource,
+  DEFAULT_PUBLISHER_ID,
 } from './kubernetes/claim-resource.js';
 export { type ConfigWatch, watchReconcilerConfig } from './kubernetes/config-watch.js';
-export { KubeClaimReconciler, type KubeClaimReconcilerOptions } from './kubernetes/kube-claim-reconciler.js';
 export { type KubeClients, kubeClients, kubeClientsForUrl } from './kubernetes/kube-clients.js';
 export {
   KubeSecretSink,
@@ -115,7 +122,6 @@ export {
 } from './kubernetes/kube-secret-sink.js';
 export { type LeaderElectionOptions, LeaderElector } from './kubernetes/leader-election.js';
 export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
-export type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './kubernetes/reconcile-port.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';

@@ -10,7 +10,7 @@ import pg from 'pg';
 import { type InstanceTarget, instanceId } from './instance-target.js';
 import { MasterPasswordSource } from './master-password-source.js';
 import { pgClientConfig } from './pg-connection.js';
-import { type FragmentKey, readMasterPassword } from './reconciler-config.js';
+import { readMasterPassword } from './reconciler-config.js';
 
 /**
  * How long connections opened with a master password that was rotated may finish their

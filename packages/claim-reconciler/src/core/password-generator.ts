@@ -6,12 +6,21 @@
  * shells and YAML unquoted; URIs percent-encode it anyway.
  */
 import { randomInt } from 'node:crypto';
-import type { PasswordSettings } from './reconciler-config.js';
 
 const LOWER = 'abcdefghijklmnopqrstuvwxyz';
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 const DIGITS = '0123456789';
 const SYMBOLS = '!#%&*+-.:=?@^_~';
+
+/** Password generation and rotation settings (`passwordConfig`). */
+export interface PasswordSettings {
+  /** `passwordComplexity: enabled` (default): lower, upper, digit and symbol required. */
+  readonly complexity: boolean;
+  /** Generated password length, 15–99; default 15. */
+  readonly minLength: number;
+  /** Rotate when the active password is older than this, 60–1440 minutes; default 60. */
+  readonly rotationPeriodMinutes: number;
+}
 
 /** Generates one password of `settings.minLength` characters. */
 export function generatePassword(settings: Pick<PasswordSettings, 'complexity' | 'minLength'>): string {

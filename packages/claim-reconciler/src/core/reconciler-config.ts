@@ -10,21 +10,13 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { type DeletionPolicy, parseDeletionPolicy } from './claim-schema.js';
+import type { PasswordSettings } from './password-generator.js';
 import { describeField, type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import { assertSafeIdentifier, UnsafeIdentifierError } from './sql-identifiers.js';
 import { SSL_MODES, type SslModeSetting } from './ssl-mode.js';
 
+export type { PasswordSettings } from './password-generator.js';
 export { SSL_MODES, type SslModeSetting } from './ssl-mode.js';
-
-/** Password generation and rotation settings (`passwordConfig`). */
-export interface PasswordSettings {
-  /** `passwordComplexity: enabled` (default): lower, upper, digit and symbol required. */
-  readonly complexity: boolean;
-  /** Generated password length, 15–99; default 15. */
-  readonly minLength: number;
-  /** Rotate when the active password is older than this, 60–1440 minutes; default 60. */
-  readonly rotationPeriodMinutes: number;
-}
 
 /** Where a master password comes from. */
 export type MasterPasswordSource =

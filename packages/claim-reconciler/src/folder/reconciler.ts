@@ -8,22 +8,18 @@
  * and where earlier databases live (for instance changes and deletions).
  */
 import type { HotloadLogger } from 'hotload-core';
-import type { ClaimContext } from '../core/claim-context.js';
-import { deleteClaim } from '../core/claim-deletion.js';
 import type { ClaimOutcome, ClaimReconcile, ClaimResult } from '../core/claim-outcome.js';
 import type { ClaimPorts } from '../core/claim-ports.js';
-import { desiredBinding, reconcileClaim, recordClaimError } from '../core/claim-reconcile.js';
+import { desiredBinding } from '../core/claim-reconcile.js';
+import { ClaimReconciler } from '../core/claim-reconciler.js';
 import type { DatabaseClaim } from '../core/claim-schema.js';
 import type { Binding, ClaimStatus } from '../core/claim-status.js';
-import { type InstanceTarget, instanceId } from '../core/instance-target.js';
-import { MasterConnections } from '../core/master-connection.js';
+import type { InstanceTarget } from '../core/instance-target.js';
 import type { ReconcilerMetrics } from '../core/metrics.js';
 import { logOutcome } from '../core/outcome-logging.js';
 import { retryable, terminal } from '../core/reconcile-result.js';
 import type { ReconcilerConfig } from '../core/reconciler-config.js';
 import type { StepHook } from '../core/steps.js';
-import { UsageIndex } from '../core/usage-index.js';
-import { sameUsers, userConflicts } from '../core/user-conflicts.js';
 import type { MigrationOptions } from '../migration/online-migration.js';
 import { checkMasterLogins, targetKey } from './preflight.js';
 import { folderPorts } from './secret-publisher.js';
@@ -127,28 +123,30 @@ export class Reconciler {
    * deletion policy of claims whose status exists but whose claim is gone.
    */
   async reconcile(claims: readonly DatabaseClaim[], pass: PassOptions = {}): Promise<PassResult> {
-    const connections = new MasterConnections(Math.min(this.#options.concurrency ?? 8, 8));
+    const statuses = await this.#ports.statuses.list();
+    const present = new Set([...claims.map((c) => c.key), ...(pass.presentInvalidClaims ?? [])]);
+    const wanted = new Map<string, DatabaseClaim[]>();
+    for (const claim of claims) wanted.set(claim.userName, [...(wanted.get(claim.userName) ?? []), claim]);
+    // The pass sees every claim: the other claims wanting a userName are the contenders.
+    const ports: ClaimPorts = { ...this.#ports, otherClaims: (userName) => wanted.get(userName) ?? [] };
+    const desired = new Map<string, Binding>();
+    for (const claim of claims) {
+      const binding = this.desiredBinding(claim);
+      if (binding) desired.set(claim.key, binding);
+    }
+    const { config, onStep, metrics, migration, concurrency } = this.#options;
+    const reconciler = new ClaimReconciler({
+      config,
+      onStep,
+      metrics,
+      migration,
+      now: this.#now,
+      maxConnectionsPerInstance: Math.min(concurrency ?? 8, 8),
+      // Only a pass that may provision needs it: one with no claim to reconcile writes nothing.
+      publisherId: desired.size > 0 ? await this.#ports.publisherId(onStep) : undefined,
+      takeOver: pass.takeOver ?? false,
+    });
     try {
-      const statuses = await this.#ports.statuses.list();
-      const present = new Set([...claims.map((c) => c.key), ...(pass.presentInvalidClaims ?? [])]);
-      const usage = new UsageIndex();
-      const desired = new Map<string, Binding>();
-      for (const claim of claims) {
-        const binding = this.desiredBinding(claim);
-        if (binding) desired.set(claim.key, binding);
-      }
-      for (const status of statuses) {
-        for (const binding of status.retired) usage.add(binding);
-        if (!desired.has(status.claim) && status.binding) usage.add(status.binding);
-      }
-      for (const binding of desired.values()) usage.add(binding);
-      const conflicts = findConflicts(desired, statuses);
-      const context = {
-        ...this.#context(connections, usage),
-        // Only a pass that may provision needs it: one with no claim to reconcile writes nothing.
-        publisher: desired.size > 0 ? await this.#ports.publisherId(this.#options.onStep) : undefined,
-        takeOver: pass.takeOver ?? false,
-      };
       // Before any SQL write: each fragment key's own master login, for the claims using it.
       const targets = new Map([...desired].map(([key, binding]) => [key, this.#target(binding)] as const));
       const loginFailures = await checkMasterLogins([...targets.values()]);
@@ -157,16 +155,13 @@ export class Reconciler {
         return target && loginFailures.get(targetKey(target));
       };
 
-      const results = await mapConcurrently(claims, this.#options.concurrency ?? 8, async (claim) => {
-        const conflict = conflicts.get(claim.key);
+      const results = await mapConcurrently(claims, concurrency ?? 8, async (claim) => {
         const cannotLogIn = loginFailure(claim.key);
         const started = performance.now();
-        const result = conflict
-          ? await recordClaimError(context, claim, terminal(conflict))
-          : cannotLogIn
-            ? await recordClaimError(context, claim, retryable(cannotLogIn), desired.get(claim.key)?.label)
-            : await reconcileClaim(context, claim, pass.rotate ?? false);
-        this.#options.metrics?.claimLoaded((performance.now() - started) / 1000);
+        const result = cannotLogIn
+          ? await reconciler.recordError(claim, ports, retryable(cannotLogIn), desired.get(claim.key)?.label)
+          : await reconciler.reconcile(claim, ports, { statuses, rotate: pass.rotate ?? false });
+        metrics?.claimLoaded((performance.now() - started) / 1000);
         this.#reportOutcome(result.outcome);
         return result;
       });
@@ -179,19 +174,19 @@ export class Reconciler {
       const deletionsSkipped = pass.claimSetComplete === false;
       if (!deletionsSkipped) {
         const gone = statuses.filter((status) => !present.has(status.claim));
-        for (const { outcome } of await this.#prune(context, gone, pass)) {
+        for (const { outcome } of await this.#prune(reconciler, ports, { statuses, claims }, gone, pass)) {
           this.#reportOutcome(outcome);
           outcomes.push(outcome);
         }
       }
-      this.#options.metrics?.claimStates?.(countByResult(outcomes));
+      metrics?.claimStates?.(countByResult(outcomes));
       return {
         outcomes,
         deletionsSkipped,
         ...(requeueAfterMillis === undefined ? {} : { requeueAfterMillis }),
       };
     } finally {
-      await connections.closeAll();
+      await reconciler.close();
     }
   }
 
@@ -200,7 +195,9 @@ export class Reconciler {
    * they are at most `maxDeletions`; otherwise each is reported `not-pruned`, untouched.
    */
   async #prune(
-    context: ClaimContext,
+    reconciler: ClaimReconciler,
+    ports: ClaimPorts,
+    { statuses, claims }: { statuses: readonly ClaimStatus[]; claims: readonly DatabaseClaim[] },
     gone: readonly ClaimStatus[],
     pass: PassOptions,
   ): Promise<ClaimReconcile[]> {
@@ -213,10 +210,10 @@ export class Reconciler {
     const results: ClaimReconcile[] = [];
     for (const status of gone) {
       if (refusal === null) {
-        results.push(await deleteClaim(context, status));
+        results.push(await reconciler.delete(status, ports, { statuses, claims }));
         continue;
       }
-      const location = context.ports.secretFor(status.namespace, status.secretName).location;
+      const location = ports.secretFor(status.namespace, status.secretName).location;
       const action = 'claim absent: left its secret, database and users in place (pass --prune to delete)';
       results.push({
         outcome: {
@@ -237,11 +234,6 @@ export class Reconciler {
     return { label: binding.label, host: binding.host, port: binding.port, fragment };
   }
 
-  #context(connections: MasterConnections, usage: UsageIndex): ClaimContext {
-    const { config, onStep, metrics, migration } = this.#options;
-    return { config, connections, usage, ports: this.#ports, onStep, metrics, migration, now: this.#now() };
-  }
-
   #reportOutcome(outcome: ClaimOutcome): void {
     if (this.#options.logger) logOutcome(this.#options.logger, outcome);
     this.#options.onOutcome?.(outcome);
@@ -251,21 +243,6 @@ export class Reconciler {
   desiredBinding(claim: DatabaseClaim): Binding | undefined {
     return desiredBinding(this.#options.config, claim);
   }
-}
-
-/** Two claims may not manage the same users on one instance: later ones (by key) get an error. */
-/** The claims of this pass that may not have the users they want (`user-conflicts.ts`). */
-function findConflicts(
-  desired: ReadonlyMap<string, Binding>,
-  statuses: readonly ClaimStatus[],
-): Map<string, string> {
-  const recordedBy = new Map(statuses.map((status) => [status.claim, status.binding]));
-  return userConflicts(
-    [...desired].map(([claim, binding]) => {
-      const recorded = recordedBy.get(claim);
-      return { claim, binding, recorded: recorded != null && sameUsers(recorded, binding) };
-    }),
-  );
 }
 
 /** Runs `work` over `items` with at most `limit` in flight; results keep the input order. */

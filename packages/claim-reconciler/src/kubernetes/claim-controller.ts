@@ -12,6 +12,7 @@ import type { HotloadLogger } from 'hotload-core';
 import { DATA_KEPT } from '../core/binding-cleanup.js';
 import type { ClaimReconcile } from '../core/claim-outcome.js';
 import type { ClaimPorts } from '../core/claim-ports.js';
+import type { ClaimIdentity, ClaimReconcilePort } from '../core/reconcile-port.js';
 import type { ClaimRef } from './claim-api.js';
 import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
@@ -22,6 +23,7 @@ import {
   allowsDataDeletion,
   type ClaimResource,
   claimFromResource,
+  DEFAULT_PUBLISHER_ID,
   resourceKey,
   secretNameOf,
 } from './claim-resource.js';
@@ -29,14 +31,13 @@ import { stateFromStatus, statusFields, writeClaimStatus } from './claim-status-
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
 import { KubeStatusStore } from './kube-status-store.js';
-import type { ClaimIdentity, ClaimReconcilePort } from './reconcile-port.js';
 import { type BackoffSettings, type WorkOutcome, WorkQueue } from './work-queue.js';
 
 /** Options of {@link ClaimController}. */
 export interface ClaimControllerOptions {
   /** The API clients of the cluster to watch and write to. */
   readonly clients: KubeClients;
-  /** What reconciles (and finalizes) one claim, e.g. a {@link KubeClaimReconciler}. */
+  /** What reconciles (and finalizes) one claim, a `ClaimReconciler`. */
   readonly reconciler: ClaimReconcilePort;
   /** Namespaces to watch; empty: all. */
   readonly namespaces?: readonly string[];
@@ -205,9 +206,13 @@ export class ClaimController extends EventEmitter {
   ): Promise<WorkOutcome> {
     if (!hasFinalizer(resource)) return this.#done({ key, outcome: 'gone' });
     const { ports, store } = this.#ports(claim, resource);
-    const result = await this.#options.reconciler.finalize(claim, ports, {
-      allowDataDeletion: allowsDataDeletion(resource),
-    });
+    const result = await this.#options.reconciler.finalize(
+      claim,
+      ports,
+      allowsDataDeletion(resource)
+        ? {}
+        : { keepDataBecause: `the claim has no annotation ${ALLOW_DELETE_ANNOTATION}: "true"` },
+    );
     if (result.error) {
       const recorded = store.recorded;
       await this.#writeStatus(ref, recorded?.kind === 'written' ? statusFields(recorded.status) : {}, {
@@ -249,7 +254,7 @@ export class ClaimController extends EventEmitter {
       secretFor: (namespace, secretName) =>
         new KubeSecretSink(this.#options.clients, { ...owner, namespace, secretName }, this.#options.now),
       statuses: store,
-      publisherId: async () => this.#options.reconciler.publisherId,
+      publisherId: async () => this.#options.reconciler.publisherId ?? DEFAULT_PUBLISHER_ID,
       // Only the few claims naming the same user are parsed (a full parse of every claim on
       // every reconcile would make a pass quadratic in parses).
       otherClaims: (userName) =>

@@ -22,6 +22,12 @@ export const CLAIM_PLURAL = 'databaseclaims';
  */
 export const ALLOW_DELETE_ANNOTATION = 'hotload-claim-reconciler/allow-delete';
 
+/**
+ * The publisher the controller records on each claim's base role unless told otherwise:
+ * claims a folder-mode output (or another cluster) publishes are refused.
+ */
+export const DEFAULT_PUBLISHER_ID = 'kubernetes:hotload-claim-reconciler';
+
 /** Whether `resource` carries {@link ALLOW_DELETE_ANNOTATION} set to `"true"`. */
 export function allowsDataDeletion(resource: ClaimResource): boolean {
   return resource.metadata.annotations?.[ALLOW_DELETE_ANNOTATION] === 'true';

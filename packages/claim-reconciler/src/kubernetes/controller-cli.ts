@@ -10,12 +10,13 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { HotloadLogger } from 'hotload-core';
+import { ClaimReconciler } from '../core/claim-reconciler.js';
 import { prometheusMetrics } from '../core/metrics.js';
 import { startMetricsServer } from '../core/metrics-server.js';
 import { ClaimController, type KeyReconciled } from './claim-controller.js';
+import { DEFAULT_PUBLISHER_ID } from './claim-resource.js';
 import { watchReconcilerConfig } from './config-watch.js';
 import { leaderElectionMetrics, registerControllerMetrics } from './controller-metrics.js';
-import { KubeClaimReconciler } from './kube-claim-reconciler.js';
 import { kubeClients } from './kube-clients.js';
 import { LeaderElector } from './leader-election.js';
 import { runWhileLeading } from './leader-gate.js';
@@ -69,7 +70,7 @@ export async function runControllerCli(argv: string[]): Promise<number> {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromDefault();
   const clients = kubeClients(kubeConfig);
-  let reconciler: KubeClaimReconciler | undefined;
+  let reconciler: ClaimReconciler | undefined;
   let controller: ClaimController | undefined;
   const configWatch = await watchReconcilerConfig(
     options.configFile,
@@ -80,7 +81,12 @@ export async function runControllerCli(argv: string[]): Promise<number> {
     },
     (message) => logger.warn({ error: message }, 'reconciler config invalid: keeping the previous one'),
   );
-  reconciler = new KubeClaimReconciler({ config: configWatch.current, metrics, takeOver: options.takeOver });
+  reconciler = new ClaimReconciler({
+    config: configWatch.current,
+    metrics,
+    takeOver: options.takeOver,
+    publisherId: DEFAULT_PUBLISHER_ID,
+  });
   controller = new ClaimController({
     clients,
     reconciler,

@@ -13,6 +13,7 @@ import {
   type NextEventOptions,
   nextEvent,
 } from 'hotload-test-support';
+import { ClaimReconciler, type ClaimReconcilerOptions } from '../../src/core/claim-reconciler.js';
 import type { ReconcilerConfig } from '../../src/index.js';
 import { ClaimController, type ClaimControllerOptions } from '../../src/kubernetes/claim-controller.js';
 import {
@@ -20,11 +21,8 @@ import {
   CLAIM_GROUP,
   CLAIM_PLURAL,
   CLAIM_VERSION,
+  DEFAULT_PUBLISHER_ID,
 } from '../../src/kubernetes/claim-resource.js';
-import {
-  KubeClaimReconciler,
-  type KubeClaimReconcilerOptions,
-} from '../../src/kubernetes/kube-claim-reconciler.js';
 import { type KubeClients, kubeClients } from '../../src/kubernetes/kube-clients.js';
 
 /** Anything that emits `change` ({@link KubeChange}): {@link KubeObjects}, or the fake. */
@@ -51,7 +49,7 @@ export function claimObject(
 /** A controller and its reconciler; `stop()` both when done. */
 export interface RunningController {
   readonly controller: ClaimController;
-  readonly reconciler: KubeClaimReconciler;
+  readonly reconciler: ClaimReconciler;
   readonly clients: KubeClients;
   stop(): Promise<void>;
 }
@@ -62,12 +60,12 @@ export interface RunningController {
  */
 export async function makeController(
   bed: KubeTestBed,
-  reconcilerOptions: KubeClaimReconcilerOptions,
+  reconcilerOptions: ClaimReconcilerOptions,
   options: Partial<ClaimControllerOptions> & { server?: string } = {},
 ): Promise<RunningController> {
   const { server, ...controllerOptions } = options;
   const clients = kubeClients(await bed.controllerConfig(server));
-  const reconciler = new KubeClaimReconciler(reconcilerOptions);
+  const reconciler = new ClaimReconciler({ publisherId: DEFAULT_PUBLISHER_ID, ...reconcilerOptions });
   const controller = new ClaimController({
     clients,
     reconciler,
