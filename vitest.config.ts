@@ -14,6 +14,9 @@ export default defineConfig({
       'hotload-generic-pool': fromRoot('./packages/hotload-generic-pool/src/index.ts'),
       'hotload-postgres-js': fromRoot('./packages/hotload-postgres-js/src/index.ts'),
       'hotload-claim-reconciler': fromRoot('./packages/claim-reconciler/src/index.ts'),
+      'hotload-claim-controller': fromRoot('./packages/claim-controller/src/index.ts'),
+      // Before the package's own entry: the first alias that matches wins.
+      'hotload-test-support/claims': fromRoot('./test/support/claim-fixtures.ts'),
       'hotload-test-support': fromRoot('./test/support/index.ts'),
     },
   },

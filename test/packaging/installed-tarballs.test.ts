@@ -74,7 +74,7 @@ describe('the packed packages, installed with npm into a fresh project', () => {
     expect(installedLicense).toBe(license);
   });
 
-  it('installs without prom-client, and the reconciler CLI runs from its bin', async () => {
+  it('installs without prom-client, and the reconciler and controller CLIs run from their bins', async () => {
     await expect(
       runIn(project(), process.execPath, ['-e', "require.resolve('prom-client')"]),
     ).rejects.toThrow(/Cannot find module 'prom-client'/);
@@ -83,6 +83,19 @@ describe('the packed packages, installed with npm into a fresh project', () => {
       '--help',
     ]);
     expect(help).toContain('hotload-claim-reconciler reconcile');
+    const controllerHelp = await runIn(project(), process.execPath, [
+      'node_modules/.bin/hotload-claim-controller',
+      '--help',
+    ]);
+    expect(controllerHelp).toContain('hotload-claim-controller --config');
+  });
+
+  it('the reconciler brings no Kubernetes client: only the controller depends on it', async () => {
+    const manifests = Object.fromEntries(tarballs.map(({ manifest }) => [manifest.name, manifest]));
+    const dependsOnKube = (name: string) =>
+      Object.keys(manifests[name]?.dependencies ?? {}).includes('@kubernetes/client-node');
+    expect(dependsOnKube('hotload-claim-reconciler')).toBe(false);
+    expect(dependsOnKube('hotload-claim-controller')).toBe(true);
   });
 
   it.for(['lowest', 'highest'] as const)(
@@ -113,7 +126,8 @@ describe('the packed packages, installed with npm into a fresh project', () => {
       expect(esm['hotload-pg']).toEqual(expect.arrayContaining(['Pool', 'createPgModule']));
       expect(esm['hotload-knex']).toEqual(expect.arrayContaining(['HotloadPgClient', 'createHotloadKnex']));
       expect(esm['hotload-core']).toEqual(expect.arrayContaining(['SourceWatcher']));
-      expect(esm['hotload-claim-reconciler']).toEqual(expect.arrayContaining(['reconcileFiles']));
+      expect(esm['hotload-claim-reconciler']).toEqual(expect.arrayContaining(['reconcileFiles', 'ClaimReconciler']));
+      expect(esm['hotload-claim-controller']).toEqual(expect.arrayContaining(['ClaimController']));
 
       // Strict, skipLibCheck false, module nodenext: consumer.mts through the `import`
       // conditions, consumer.cts through `require`. Two compilations, as an ESM or a CJS

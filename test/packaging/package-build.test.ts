@@ -12,6 +12,7 @@ const packages = [
   'hotload-generic-pool',
   'hotload-postgres-js',
   'claim-reconciler',
+  'claim-controller',
 ];
 const root = new URL('../../packages/', import.meta.url);
 const require = createRequire(import.meta.url);

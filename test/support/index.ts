@@ -77,4 +77,5 @@ export {
 } from './postgres-cluster.js';
 export { RereadHookSource } from './reread-hook-source.js';
 export { findLeaks, leakForms, renderings } from './secret-scan.js';
+export { type CliRun, runSourceCli, startSourceCli } from './source-cli.js';
 export { WorkerLoad } from './worker-load.js';

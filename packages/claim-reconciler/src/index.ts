@@ -3,6 +3,7 @@
  * kubelet-style secret folders that hotload watches. Library entry; the CLI is `cli.ts`.
  */
 
+export { DATA_KEPT } from './core/binding-cleanup.js';
 export { deleteClaim } from './core/claim-deletion.js';
 export { CANARY_SECRET_SUFFIX } from './core/claim-migration.js';
 export type { ClaimReconcile } from './core/claim-outcome.js';
@@ -27,15 +28,24 @@ export {
 export {
   CLAIM_API_VERSION,
   CLAIM_KIND,
+  CLAIM_NAME_PATTERNS,
+  CLAIM_SPEC_SCHEMA,
   type DatabaseClaim,
   type DeletionPolicy,
   type LoadedClaims,
   parseClaims,
+  USER_NAME_MAX_BYTES,
 } from './core/claim-schema.js';
 export type { Binding, ClaimStatus } from './core/claim-status.js';
 export { matchFragmentKey } from './core/fragment-matcher.js';
 export { type InstanceTarget, MasterConnection, MasterConnections } from './core/master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './core/metrics.js';
+export {
+  type HealthCheck,
+  type HealthChecks,
+  type MetricsServer,
+  startMetricsServer,
+} from './core/metrics-server.js';
 export { generatePassword, meetsPasswordSettings } from './core/password-generator.js';
 export { formatProblem, type Problem } from './core/problems.js';
 export {
@@ -66,7 +76,13 @@ export {
   secretDiffers,
   secretFiles,
 } from './core/secret-layout.js';
-export { assertSafeIdentifier, assertSafeRoleName, UnsafeIdentifierError } from './core/sql-identifiers.js';
+export {
+  assertSafeIdentifier,
+  assertSafeRoleName,
+  MAX_IDENTIFIER_BYTES,
+  SAFE_NAME,
+  UnsafeIdentifierError,
+} from './core/sql-identifiers.js';
 export type { Step, StepHook } from './core/steps.js';
 export { UsageIndex } from './core/usage-index.js';
 export { loadClaimsFromDirectory } from './folder/claim-files.js';
@@ -92,36 +108,6 @@ export {
   SecretPublisher,
   secretDirectory,
 } from './folder/secret-publisher.js';
-export { type ClaimRef, readClaim } from './kubernetes/claim-api.js';
-export {
-  ClaimController,
-  type ClaimControllerOptions,
-  type KeyReconciled,
-} from './kubernetes/claim-controller.js';
-export { claimCustomResourceDefinition } from './kubernetes/claim-crd.js';
-export {
-  ALLOW_DELETE_ANNOTATION,
-  allowsDataDeletion,
-  CLAIM_FINALIZER,
-  CLAIM_GROUP,
-  CLAIM_PLURAL,
-  CLAIM_VERSION,
-  type ClaimCondition,
-  type ClaimResource,
-  type ClaimResourceStatus,
-  claimFromResource,
-  DEFAULT_PUBLISHER_ID,
-} from './kubernetes/claim-resource.js';
-export { type ConfigWatch, watchReconcilerConfig } from './kubernetes/config-watch.js';
-export { type KubeClients, kubeClients, kubeClientsForUrl } from './kubernetes/kube-clients.js';
-export {
-  KubeSecretSink,
-  MANAGED_BY_LABEL,
-  PUBLISHED_AT_ANNOTATION,
-  SecretOwnershipError,
-} from './kubernetes/kube-secret-sink.js';
-export { type LeaderElectionOptions, LeaderElector } from './kubernetes/leader-election.js';
-export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';

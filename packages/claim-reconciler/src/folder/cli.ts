@@ -18,7 +18,6 @@ import { type MetricsServer, startMetricsServer } from '../core/metrics-server.j
 import { formatProblem } from '../core/problems.js';
 import { ConfigError } from '../core/reconciler-config.js';
 import type { Step, StepHook } from '../core/steps.js';
-import { CONTROLLER_USAGE, ControllerUsageError, runControllerCli } from '../kubernetes/controller-cli.js';
 import { PreflightError } from './preflight.js';
 import { EXIT_CODES, type ReconcileFilesResult, reconcileFiles } from './reconcile-files.js';
 import { DEFAULT_MAX_DELETIONS } from './reconciler.js';
@@ -27,7 +26,6 @@ const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claim
          [--watch] [--resync-seconds <n>] [--rotate] [--prune] [--max-deletions <n>]
          [--dry-run] [--take-over] [--json] [--concurrency <n>]
          [--metrics-port <port>] [--metrics-host <host>]
-       hotload-claim-reconciler controller --config <file> [...]   (Kubernetes mode: controller --help)
        hotload-claim-reconciler --help | --version
 
   --config           reconciler config (fragment keys, passwordConfig)
@@ -368,7 +366,11 @@ async function serveMetrics(
 
 async function main(): Promise<void> {
   if (process.argv[2] === 'controller') {
-    process.exitCode = await runController(process.argv.slice(3));
+    // The Kubernetes mode has its own package, so folder-mode users never load its client.
+    console.error(
+      'error: the controller moved to the hotload-claim-controller package (its bin: hotload-claim-controller)',
+    );
+    process.exitCode = EXIT_CODES.usage;
     return;
   }
   let request: CliRequest;
@@ -389,22 +391,6 @@ async function main(): Promise<void> {
   process.exitCode = options.watch
     ? await runWatch(options, onStep)
     : (await runPass(options, options.rotate, onStep)).exitCode;
-}
-
-/** The `controller` command (Kubernetes mode): usage errors exit 2, as for `reconcile`. */
-async function runController(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(CONTROLLER_USAGE);
-    return EXIT_CODES.ok;
-  }
-  try {
-    return await runControllerCli(argv);
-  } catch (error) {
-    if (!(error instanceof ControllerUsageError || error instanceof ConfigError || isSourceError(error)))
-      throw error;
-    console.error(`error: ${error.message}\nrun "hotload-claim-reconciler controller --help" for usage`);
-    return EXIT_CODES.usage;
-  }
 }
 
 main().catch((error: unknown) => {

@@ -6,6 +6,7 @@
  */
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { claimYaml, rolesLike, useReconcilerCluster } from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
 import type { Step } from '../../src/core/steps.js';
 import {
@@ -16,7 +17,6 @@ import {
   readStatus,
   statusPath,
 } from '../../src/index.js';
-import { claimYaml, rolesLike, useReconcilerCluster } from '../fixtures.js';
 
 const suite = useReconcilerCluster();
 

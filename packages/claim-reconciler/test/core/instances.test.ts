@@ -6,6 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { access, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
+import {
+  claimYaml,
+  configYaml,
+  rolesLike,
+  tempDir,
+  withSecretClient,
+  writeMasterPassword,
+} from 'hotload-test-support/claims';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -17,14 +25,6 @@ import {
   readStatus,
   statusPath,
 } from '../../src/index.js';
-import {
-  claimYaml,
-  configYaml,
-  rolesLike,
-  tempDir,
-  withSecretClient,
-  writeMasterPassword,
-} from '../fixtures.js';
 
 let a: PostgresCluster;
 let b: PostgresCluster;

@@ -1,5 +1,6 @@
 /** The claim and config model, matching, identifiers and passwords (no database needed). */
 import fc from 'fast-check';
+import { claimYaml } from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
 import {
   assertSafeRoleName,
@@ -11,7 +12,6 @@ import {
   parseReconcilerConfig,
   UnsafeIdentifierError,
 } from '../../src/index.js';
-import { claimYaml } from '../fixtures.js';
 
 describe('DatabaseClaim documents', () => {
   it('parses the controller’s manifests and applies defaults', () => {

@@ -7,10 +7,10 @@
 import { join } from 'node:path';
 import { inspect } from 'node:util';
 import type { HotloadLogger } from 'hotload-core';
+import { claimYaml, readSecret, useReconcilerCluster } from 'hotload-test-support/claims';
 import * as promClient from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { METRIC_NAMES, parseClaims, prometheusMetrics, Reconciler } from '../../src/index.js';
-import { claimYaml, readSecret, useReconcilerCluster } from '../fixtures.js';
 
 const suite = useReconcilerCluster();
 

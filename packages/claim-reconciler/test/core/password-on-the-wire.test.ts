@@ -4,10 +4,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { claimYaml, readSecret, useReconcilerCluster, withSecretClient } from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
 import { scramSha256Verifier } from '../../src/core/scram-verifier.js';
 import { parseClaims, Reconciler } from '../../src/index.js';
-import { claimYaml, readSecret, useReconcilerCluster, withSecretClient } from '../fixtures.js';
 
 const suite = useReconcilerCluster();
 

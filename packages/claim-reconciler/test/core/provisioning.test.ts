@@ -5,6 +5,14 @@
  */
 import { lstat, readFile, readlink, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  canLogin,
+  claimYaml,
+  readSecret,
+  rolesLike,
+  useReconcilerCluster,
+  withSecretClient,
+} from 'hotload-test-support/claims';
 import * as promClient from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import {
@@ -20,14 +28,6 @@ import {
   statusPath,
   UsageIndex,
 } from '../../src/index.js';
-import {
-  canLogin,
-  claimYaml,
-  readSecret,
-  rolesLike,
-  useReconcilerCluster,
-  withSecretClient,
-} from '../fixtures.js';
 
 const suite = useReconcilerCluster();
 

@@ -5,9 +5,9 @@
  * naming the owner, whatever order the claims come in.
  */
 import { join } from 'node:path';
+import { claimYaml, useReconcilerCluster } from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
 import { parseClaims, Reconciler } from '../../src/index.js';
-import { claimYaml, useReconcilerCluster } from '../fixtures.js';
 
 const suite = useReconcilerCluster();
 

@@ -1,19 +1,12 @@
-/** Runs the real CLI (TypeScript source through tsx) as a child process. */
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
+/** Runs the reconciler's real CLI (TypeScript source through tsx) as a child process. */
+import type { ChildProcessByStdio } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { processOutput } from 'hotload-test-support';
+import { type CliRun, runSourceCli, startSourceCli } from 'hotload-test-support';
 
-const repoRoot = fileURLToPath(new URL('../../../..', import.meta.url));
+export type { CliRun };
+
 const cliPath = fileURLToPath(new URL('../../src/folder/cli.ts', import.meta.url));
-
-/** How the CLI process ended and what it printed. */
-export interface CliRun {
-  readonly code: number | null;
-  readonly signal: NodeJS.Signals | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /**
  * Starts `hotload-claim-reconciler <args>` (e.g. a long-running `--watch`) with extra
@@ -29,19 +22,16 @@ export function startCli(
 ): ChildProcessByStdio<null, Readable, Readable>;
 export function startCli(
   args: readonly string[],
-  { env = {}, stderr = 'pipe' }: { env?: Record<string, string>; stderr?: 'pipe' | 'inherit' } = {},
+  options: { env?: Record<string, string>; stderr?: 'pipe' | 'inherit' } = {},
 ): ChildProcessByStdio<null, Readable, Readable | null> {
-  // spawn's own overloads need a literal stdio; the overloads above give the exact type.
-  return spawn(process.execPath, ['--import', 'tsx', cliPath, ...args], {
-    cwd: repoRoot, // tsx applies the repository's tsconfig "paths" (workspace packages from src/)
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', stderr],
-  }) as ChildProcessByStdio<null, Readable, Readable | null>;
+  return options.stderr === 'inherit'
+    ? startSourceCli(cliPath, args, { env: options.env, stderr: 'inherit' })
+    : startSourceCli(cliPath, args, { env: options.env });
 }
 
 /** Runs `hotload-claim-reconciler <args>` to its end with extra environment variables. */
 export function runCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> {
-  return processOutput(startCli(args, { env }));
+  return runSourceCli(cliPath, args, env);
 }
 
 /** `reconcile --config <config> --claims <claims> --out <out>`: the arguments of one pass. */

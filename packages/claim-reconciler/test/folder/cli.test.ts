@@ -5,8 +5,14 @@
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import {
+  claimYaml,
+  configYaml,
+  rolesLike,
+  useReconcilerCluster,
+  writeMasterPassword,
+} from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
-import { claimYaml, configYaml, rolesLike, useReconcilerCluster, writeMasterPassword } from '../fixtures.js';
 import { runCli, startCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();

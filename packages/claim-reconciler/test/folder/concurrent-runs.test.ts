@@ -6,9 +6,9 @@
  */
 import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { canLogin, claimYaml, useReconcilerCluster } from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
 import { readStatus, statusPath } from '../../src/index.js';
-import { canLogin, claimYaml, useReconcilerCluster } from '../fixtures.js';
 import { reconcileArgs, runCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();

@@ -8,9 +8,9 @@
 import { mkdir, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PostgresCluster } from 'hotload-test-support';
+import { canLogin, claimYaml, startReconcilerCluster } from 'hotload-test-support/claims';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MANAGED_ROLE_MARKER, PUBLISHER_ID_FILE, readStatus, statusPath } from '../../src/index.js';
-import { canLogin, claimYaml, startReconcilerCluster } from '../fixtures.js';
 import { runCli } from './cli-runner.js';
 
 let cluster: PostgresCluster;

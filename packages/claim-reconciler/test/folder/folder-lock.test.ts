@@ -7,10 +7,10 @@ import { spawn } from 'node:child_process';
 import { mkdir, readdir, utimes, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { tempDir } from 'hotload-test-support/claims';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FOREIGN_LOCK_STALE_MILLIS, withFolderLock } from '../../src/folder/folder-lock.js';
 import { SecretPublisher } from '../../src/folder/secret-publisher.js';
-import { tempDir } from '../fixtures.js';
 
 let dir: { path: string; cleanup: () => Promise<void> };
 beforeEach(async () => {

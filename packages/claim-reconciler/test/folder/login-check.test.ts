@@ -4,9 +4,9 @@
  * retried later, because rotating would reset the previous user that draining pools use.
  */
 import { join } from 'node:path';
+import { claimYaml, readSecret, useReconcilerCluster } from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
 import { parseClaims, Reconciler } from '../../src/index.js';
-import { claimYaml, readSecret, useReconcilerCluster } from '../fixtures.js';
 
 const suite = useReconcilerCluster();
 

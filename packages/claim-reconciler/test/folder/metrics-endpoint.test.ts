@@ -7,8 +7,8 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { claimYaml, useReconcilerCluster } from 'hotload-test-support/claims';
 import { describe, expect, it } from 'vitest';
-import { claimYaml, useReconcilerCluster } from '../fixtures.js';
 import { runCli, startCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();

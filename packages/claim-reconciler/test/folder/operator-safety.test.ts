@@ -6,9 +6,9 @@
  */
 import { mkdir, readdir, readFile, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { canLogin, claimYaml, rolesLike, useReconcilerCluster } from 'hotload-test-support/claims';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseClaims, Reconciler, type StepHook } from '../../src/index.js';
-import { canLogin, claimYaml, rolesLike, useReconcilerCluster } from '../fixtures.js';
 import { type CliRun, runCli } from './cli-runner.js';
 
 const suite = useReconcilerCluster();

@@ -7,6 +7,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster } from 'hotload-test-support';
+import { claimYaml, startReconcilerInstances, withSecretClient } from 'hotload-test-support/claims';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -17,7 +18,6 @@ import {
   statusPath,
 } from '../../src/index.js';
 import { replicationName } from '../../src/migration/replication-names.js';
-import { claimYaml, startReconcilerInstances, withSecretClient } from '../fixtures.js';
 import { runCli } from '../folder/cli-runner.js';
 import { MOVE_STEPS } from './migration-steps.js';
 

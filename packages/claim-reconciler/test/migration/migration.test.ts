@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Pool } from 'hotload-pg';
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, WorkerLoad } from 'hotload-test-support';
+import { claimYaml, startReconcilerInstances, withSecretClient } from 'hotload-test-support/claims';
 import pg from 'pg';
 import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +21,6 @@ import {
   readStatus,
   statusPath,
 } from '../../src/index.js';
-import { claimYaml, startReconcilerInstances, withSecretClient } from '../fixtures.js';
 import { runCli, startCli } from '../folder/cli-runner.js';
 
 let a: PostgresCluster;

@@ -1,0 +1,298 @@
+/**
+ * The DatabaseClaim controller: informer → work queue → one reconcile per claim key, the
+ * controller-runtime way. Per key it: validates the claim; adds the finalizer before
+ * touching anything; reconciles through the {@link ClaimReconcilePort} (which publishes the
+ * Secret); writes status (state, conditions, observedGeneration); records an Event; and
+ * requeues after the result's delay or with per-key backoff on a retryable error. A claim
+ * being deleted is finalized (deletion policy) and its finalizer removed; when that fails
+ * the finalizer stays and a condition says why.
+ */
+import { EventEmitter } from 'node:events';
+import {
+  type ClaimIdentity,
+  type ClaimPorts,
+  type ClaimReconcile,
+  type ClaimReconcilePort,
+  DATA_KEPT,
+} from 'hotload-claim-reconciler';
+import type { HotloadLogger } from 'hotload-core';
+import type { ClaimRef } from './claim-api.js';
+import type { ConditionInput } from './claim-conditions.js';
+import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
+import { addFinalizer, hasFinalizer, removeFinalizer } from './claim-finalizer.js';
+import { ClaimInformer } from './claim-informer.js';
+import {
+  ALLOW_DELETE_ANNOTATION,
+  allowsDataDeletion,
+  type ClaimResource,
+  claimFromResource,
+  DEFAULT_PUBLISHER_ID,
+  resourceKey,
+  secretNameOf,
+} from './claim-resource.js';
+import { stateFromStatus, statusFields, writeClaimStatus } from './claim-status-writer.js';
+import { describeApiError, type KubeClients } from './kube-clients.js';
+import { KubeSecretSink } from './kube-secret-sink.js';
+import { KubeStatusStore } from './kube-status-store.js';
+import { type BackoffSettings, type WorkOutcome, WorkQueue } from './work-queue.js';
+
+/** Options of {@link ClaimController}. */
+export interface ClaimControllerOptions {
+  /** The API clients of the cluster to watch and write to. */
+  readonly clients: KubeClients;
+  /** What reconciles (and finalizes) one claim, a `ClaimReconciler`. */
+  readonly reconciler: ClaimReconcilePort;
+  /** Namespaces to watch; empty: all. */
+  readonly namespaces?: readonly string[];
+  /** Claims reconciled at the same time (never two of the same claim); default 4. */
+  readonly workers?: number;
+  /** Every claim is reconciled again this often; default 10 minutes. */
+  readonly resyncMillis?: number;
+  /** Per-claim backoff after a retryable error. */
+  readonly backoff?: BackoffSettings;
+  /** Delay before restarting a failed watch (doubles up to 30 s); default 500 ms. */
+  readonly watchRestartMillis?: number;
+  /** A pino-compatible logger for failed reconciles and watches (warn level). Default: silent. */
+  readonly logger?: HotloadLogger;
+  /** Clock for condition and Secret publish times. Default: `new Date()`. */
+  readonly now?: () => Date;
+}
+
+/** What one reconcile of a key did (emitted as `reconciled`, for tests and metrics). */
+export interface KeyReconciled {
+  /** The claim's `namespace/name`. */
+  readonly key: string;
+  /**
+   * What happened: a {@link ClaimResult}, or `invalid` (the spec does not validate),
+   * `finalized` (deleted and the finalizer removed), `gone` (the claim no longer exists).
+   */
+  readonly outcome: ClaimReconcile['outcome']['result'] | 'invalid' | 'finalized' | 'gone';
+  /** The error message, when the reconcile failed. */
+  readonly error?: string;
+  /** How long the reconcile took, in seconds. */
+  readonly seconds?: number;
+}
+
+/**
+ * Events: `reconciled` ({@link KeyReconciled}) after every key; `watch-connect` and
+ * `watch-error` from the informer.
+ */
+export class ClaimController extends EventEmitter {
+  readonly #options: ClaimControllerOptions;
+  readonly #queue: WorkQueue;
+  readonly #informer: ClaimInformer;
+  readonly #events: ClaimEventRecorder;
+  #running: Promise<void> | undefined;
+  readonly #started = new Map<string, number>();
+
+  constructor(options: ClaimControllerOptions) {
+    super();
+    this.#options = options;
+    this.#queue = new WorkQueue(options.backoff);
+    this.#informer = new ClaimInformer(
+      options.clients,
+      {
+        namespaces: options.namespaces,
+        resyncMillis: options.resyncMillis ?? 600_000,
+        restartBaseMillis: options.watchRestartMillis,
+      },
+      (key) => this.#queue.add(key),
+    );
+    this.#informer.on('connect', (namespace) => this.emit('watch-connect', namespace));
+    this.#informer.on('error', (message: string) => {
+      options.logger?.warn({ error: message }, 'DatabaseClaim watch failed; restarting');
+      this.emit('watch-error', message);
+    });
+    this.#events = new ClaimEventRecorder(options.clients, (message) => options.logger?.warn({}, message));
+  }
+
+  /** Lists and watches claims and starts the workers; resolves once the first list is in. */
+  async start(): Promise<void> {
+    await this.#informer.start();
+    this.#running = this.#queue.run((key) => this.#reconcileKey(key), this.#options.workers ?? 4);
+  }
+
+  /** Stops watching, lets reconciles in process finish. */
+  async stop(): Promise<void> {
+    this.#queue.stop();
+    await this.#informer.stop();
+    await this.#running;
+  }
+
+  /** Whether the informer has listed (for `/readyz`). */
+  get started(): boolean {
+    return this.#running !== undefined;
+  }
+
+  /** Keys waiting or being reconciled (client-go's work-queue depth, for metrics). */
+  get queueDepth(): number {
+    return this.#queue.length;
+  }
+
+  /** Every claim the informer holds (for gauges over all claims; read-only). */
+  claims(): readonly ClaimResource[] {
+    return this.#informer.list();
+  }
+
+  /** Reconciles every known claim again soon (e.g. after the config changed). */
+  enqueueAll(): void {
+    for (const resource of this.#informer.list()) this.#queue.add(resourceKey(resource.metadata));
+  }
+
+  async #reconcileKey(key: string): Promise<WorkOutcome> {
+    // A key is never reconciled twice at once (the work queue), so one start per key.
+    this.#started.set(key, performance.now());
+    const resource = this.#informer.get(key);
+    if (!resource) {
+      this.#queue.forget(key);
+      this.#report({ key, outcome: 'gone' });
+      return { kind: 'done' };
+    }
+    try {
+      return await this.#reconcileResource(key, resource);
+    } catch (error) {
+      const message = describeApiError(error);
+      this.#options.logger?.warn({ claim: key, error: message }, `claim ${key}: reconcile failed`);
+      this.#report({ key, outcome: 'error', error: message });
+      return { kind: 'failed' };
+    }
+  }
+
+  async #reconcileResource(key: string, resource: ClaimResource): Promise<WorkOutcome> {
+    const ref: ClaimRef = {
+      namespace: resource.metadata.namespace,
+      name: resource.metadata.name,
+      uid: resource.metadata.uid,
+    };
+    const generation = resource.metadata.generation ?? 1;
+    const parsed = claimFromResource(resource);
+    if (resource.metadata.deletionTimestamp !== undefined) {
+      // Deletion needs only the claim's identity: the recorded state says what to clean up,
+      // so a claim edited into an invalid spec is still cleaned up by its policy.
+      const identity = {
+        key,
+        namespace: ref.namespace,
+        secretName: parsed.claim?.secretName ?? secretNameOf(resource),
+      };
+      return this.#finalize(key, ref, identity, resource, generation);
+    }
+    if (parsed.error !== undefined) {
+      await this.#writeStatus(ref, {}, { result: { invalid: parsed.error }, generation, published: false });
+      await this.#event(ref, { type: 'Warning', reason: 'InvalidSpec', message: parsed.error });
+      return this.#done({ key, outcome: 'invalid', error: parsed.error });
+    }
+    const claim = parsed.claim;
+    const { ports, store } = this.#ports(claim, resource);
+    if (!hasFinalizer(resource) && !(await addFinalizer(this.#options.clients, ref))) {
+      return this.#done({ key, outcome: 'gone' });
+    }
+    const result = await this.#options.reconciler.reconcile(claim, ports);
+    const recorded = store.recorded;
+    const state =
+      recorded?.kind === 'written' ? recorded.status : stateFromStatus(resource, key, claim.secretName);
+    const published = (state?.activeUser ?? null) !== null;
+    await this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published });
+    const { outcome, error } = result;
+    const event = eventFor(outcome.result, outcome.actions, error?.message);
+    if (event) await this.#event(ref, event);
+    this.#report({ key, outcome: outcome.result, error: error?.message });
+    if (error?.kind === 'retryable') return { kind: 'failed' };
+    return { kind: 'done', requeueAfterMillis: error ? undefined : result.requeueAfterMillis };
+  }
+
+  async #finalize(
+    key: string,
+    ref: ClaimRef,
+    claim: ClaimIdentity,
+    resource: ClaimResource,
+    generation: number,
+  ): Promise<WorkOutcome> {
+    if (!hasFinalizer(resource)) return this.#done({ key, outcome: 'gone' });
+    const { ports, store } = this.#ports(claim, resource);
+    const result = await this.#options.reconciler.finalize(
+      claim,
+      ports,
+      allowsDataDeletion(resource)
+        ? {}
+        : { keepDataBecause: `the claim has no annotation ${ALLOW_DELETE_ANNOTATION}: "true"` },
+    );
+    if (result.error) {
+      const recorded = store.recorded;
+      await this.#writeStatus(ref, recorded?.kind === 'written' ? statusFields(recorded.status) : {}, {
+        result: { deleting: result },
+        generation,
+        published: false,
+      });
+      await this.#event(ref, { type: 'Warning', reason: 'DeletionBlocked', message: result.error.message });
+      this.#report({ key, outcome: result.outcome.result, error: result.error.message });
+      return { kind: 'failed' };
+    }
+    await this.#event(ref, eventFor('deleted', result.outcome.actions, undefined)!);
+    const kept = result.outcome.actions.filter((action) => action.startsWith(DATA_KEPT));
+    if (kept.length > 0) {
+      // Said where `kubectl describe` shows it: the data is still there, on purpose.
+      await this.#event(ref, {
+        type: 'Warning',
+        reason: 'DataKept',
+        message: `${kept.join('; ')}; to drop it, delete a claim annotated ${ALLOW_DELETE_ANNOTATION}: "true"`,
+      });
+    }
+    await removeFinalizer(this.#options.clients, ref);
+    return this.#done({ key, outcome: 'finalized' });
+  }
+
+  /** The cluster side of one claim's reconcile: its Secret, and every claim's recorded state. */
+  #ports(claim: ClaimIdentity, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
+    const states = this.#informer.list().flatMap((other) => {
+      const otherKey = resourceKey(other.metadata);
+      const state =
+        otherKey === claim.key
+          ? stateFromStatus(resource, claim.key, claim.secretName)
+          : stateFromStatus(other, otherKey, secretNameOf(other));
+      return state ? [state] : [];
+    });
+    const store = new KubeStatusStore(states);
+    const owner = { namespace: claim.namespace, name: resource.metadata.name, uid: resource.metadata.uid };
+    const ports: ClaimPorts = {
+      secretFor: (namespace, secretName) =>
+        new KubeSecretSink(this.#options.clients, { ...owner, namespace, secretName }, this.#options.now),
+      statuses: store,
+      publisherId: async () => this.#options.reconciler.publisherId ?? DEFAULT_PUBLISHER_ID,
+      // Only the few claims naming the same user are parsed (a full parse of every claim on
+      // every reconcile would make a pass quadratic in parses).
+      otherClaims: (userName) =>
+        this.#informer.list().flatMap((other) => {
+          if (other.spec?.userName !== userName || resourceKey(other.metadata) === claim.key) return [];
+          if (other.metadata.deletionTimestamp !== undefined) return [];
+          const parsed = claimFromResource(other);
+          return parsed.claim ? [parsed.claim] : [];
+        }),
+    };
+    return { ports, store };
+  }
+
+  async #writeStatus(
+    ref: ClaimRef,
+    fields: Parameters<typeof writeClaimStatus>[2],
+    input: Omit<ConditionInput, 'now'>,
+  ) {
+    const now = this.#options.now?.() ?? new Date();
+    await writeClaimStatus(this.#options.clients, ref, fields, { ...input, now });
+  }
+
+  async #event(ref: ClaimRef, event: ClaimEvent): Promise<void> {
+    await this.#events.record(ref, event);
+  }
+
+  #done(reconciled: KeyReconciled): WorkOutcome {
+    this.#report(reconciled);
+    return { kind: 'done' };
+  }
+
+  #report(reconciled: KeyReconciled): void {
+    const started = this.#started.get(reconciled.key);
+    this.#started.delete(reconciled.key);
+    const seconds = started === undefined ? undefined : (performance.now() - started) / 1000;
+    this.emit('reconciled', { ...reconciled, ...(seconds !== undefined ? { seconds } : {}) });
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Writes the claim's `status` subresource: the reconcile state (the status file's fields),
+ * conditions and `observedGeneration`. A `409 Conflict` (someone wrote the claim since we
+ * read it) is handled by reading it again and retrying, never by overwriting blindly.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { ClaimStatus } from 'hotload-claim-reconciler';
+import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
+import { type ConditionInput, nextConditions } from './claim-conditions.js';
+import type { ClaimResource, ClaimResourceStatus } from './claim-resource.js';
+import { type KubeClients, retryOnConflict } from './kube-clients.js';
+
+/** Status fields of the reconcile state: all of it but the controller's bookkeeping. */
+export function statusFields(state: ClaimStatus | undefined): ClaimResourceStatus {
+  if (!state) return {};
+  const {
+    claim: _claim,
+    namespace: _namespace,
+    secretName: _secretName,
+    deleting: _deleting,
+    ...fields
+  } = state;
+  return fields;
+}
+
+/** The reconcile state recorded on a claim, or undefined before its first reconcile. */
+export function stateFromStatus(
+  resource: ClaimResource,
+  key: string,
+  secretName: string,
+): ClaimStatus | undefined {
+  const status = resource.status;
+  if (!status || (status.binding === undefined && status.activeUser === undefined)) return undefined;
+  const { observedGeneration: _generation, conditions: _conditions, ...recorded } = status;
+  return {
+    ...(recorded as Partial<ClaimStatus>),
+    claim: key,
+    namespace: resource.metadata.namespace,
+    secretName,
+    error: status.error ?? null,
+    matchedLabel: status.matchedLabel ?? null,
+    binding: status.binding ?? null,
+    activeUser: status.activeUser ?? null,
+    dbCreatedAt: status.dbCreatedAt ?? null,
+    connectionInfoUpdatedAt: status.connectionInfoUpdatedAt ?? null,
+    userUpdatedAt: status.userUpdatedAt ?? null,
+    retired: status.retired ?? [],
+    deleting: false,
+  };
+}
+
+/**
+ * Writes `fields` + conditions on the claim's status. Resolves false when the claim is gone
+ * or is now another object (same name, other uid): nothing to write then.
+ */
+export async function writeClaimStatus(
+  clients: KubeClients,
+  ref: ClaimRef,
+  fields: ClaimResourceStatus,
+  conditions: ConditionInput,
+): Promise<boolean> {
+  return retryOnConflict(async () => {
+    const current = await readClaim(clients, ref);
+    if (!current) return false;
+    // The generation that was reconciled, not the current one: a newer spec is still to do.
+    const status: ClaimResourceStatus = {
+      ...current.status,
+      ...fields,
+      observedGeneration: conditions.generation,
+      conditions: nextConditions(current.status?.conditions, conditions),
+    };
+    if (isDeepStrictEqual(status, current.status)) return true;
+    await clients.custom.replaceNamespacedCustomObjectStatus({
+      ...claimPath(ref),
+      body: { ...current, status },
+    });
+    return true;
+  });
+}

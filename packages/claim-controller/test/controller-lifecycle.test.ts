@@ -1,0 +1,377 @@
+/**
+ * The controller on the REAL control plane (kube-apiserver, etcd, the garbage collector),
+ * under its own RBAC, and a real PostgreSQL: a claim resource gets a
+ * database, an owned Opaque Secret (the folder mode's keys), status with conditions and
+ * Events; a rotation updates the Secret in place; deletion applies the deletion policy
+ * behind the finalizer.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseReconcilerConfig } from 'hotload-claim-reconciler';
+import {
+  CONTROLLER_SERVICE_ACCOUNT,
+  DEPLOY_DIR,
+  describeOnControlPlane,
+  useKubeTestBed,
+} from 'hotload-test-support';
+import { canLogin, useReconcilerCluster } from 'hotload-test-support/claims';
+import pg from 'pg';
+import { afterEach, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import type { ClaimController, KeyReconciled } from '../src/claim-controller.js';
+import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../src/claim-resource.js';
+import {
+  ALLOW_DELETE,
+  claimObject,
+  claimReady,
+  createReadyClaim,
+  deletion,
+  eventsFor,
+  makeController,
+  nextChange,
+  type RunningController,
+  readyStatus,
+  secretData,
+  syncedCondition,
+} from './kube-fixtures.js';
+
+describeOnControlPlane('a DatabaseClaim resource', () => {
+  const suite = useReconcilerCluster();
+  const bed = useKubeTestBed();
+  let running: RunningController | undefined;
+  let clock = new Date();
+
+  afterEach(async () => {
+    await running?.stop();
+    running = undefined;
+  });
+
+  async function start(configText = suite.configText): Promise<ClaimController> {
+    const config = parseReconcilerConfig(configText, suite.configFile);
+    running = await makeController(bed, { config, now: () => clock });
+    return running.controller;
+  }
+
+  it('gets a database, an owned Opaque Secret, status conditions and a Created event', async () => {
+    await (await start()).start();
+    const ready = claimReady(bed.objects, 'orders');
+    // The Event is recorded after the status write: wait for it, not for Ready alone.
+    const createdEvent = nextChange(
+      bed.objects,
+      (c) =>
+        c.plural === 'events' &&
+        c.object.reason === 'Created' &&
+        (c.object.involvedObject as { name: string }).name === 'orders',
+    );
+    const created = await bed.objects.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject(
+        'orders',
+        { instanceLabel: 'atlas', userName: 'orders', databaseName: 'orders', secretName: 'orders-db' },
+        'shop',
+      ),
+    );
+    const claim = (await ready).object;
+
+    const secret = await bed.objects.get('secrets', 'shop', 'orders-db');
+    expect(secret?.type).toBe('Opaque');
+    expect(secret?.metadata.ownerReferences).toEqual([
+      expect.objectContaining({
+        kind: 'DatabaseClaim',
+        name: 'orders',
+        uid: created.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      }),
+    ]);
+    const data = secretData(secret);
+    expect(Object.keys(data).sort()).toEqual([
+      'database',
+      'dsn.txt',
+      'hostname',
+      'password',
+      'port',
+      'sslmode',
+      'uri_dsn.txt',
+      'username',
+    ]);
+    expect(data.username).toBe('orders_a');
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'orders')).toBe(true);
+
+    expect(claim.metadata.finalizers).toContain(CLAIM_FINALIZER);
+    const status = claim.status as Record<string, unknown>;
+    expect(status).toMatchObject({
+      activeUser: 'orders_a',
+      matchedLabel: 'atlas',
+      error: null,
+      observedGeneration: 1,
+    });
+    expect(status.conditions).toEqual([
+      expect.objectContaining({ type: 'Ready', status: 'True', observedGeneration: 1 }),
+      expect.objectContaining({ type: 'Synced', status: 'True', reason: 'Reconciled' }),
+    ]);
+    await createdEvent;
+    const events = await eventsFor(bed.objects, 'shop', 'orders');
+    expect(events.map((e) => e.reason)).toContain('Created');
+    // Never the password: not in the status, not in an event.
+    expect(JSON.stringify(status)).not.toContain(data.password);
+    expect(JSON.stringify(events)).not.toContain(data.password);
+  });
+
+  it('rotates in place: same Secret object, the other user, the previous password still valid', async () => {
+    const ctl = await start();
+    await ctl.start();
+    const before = (await bed.objects.get('secrets', 'shop', 'orders-db'))!;
+    const old = secretData(before);
+    clock = new Date(clock.getTime() + 61 * 60_000);
+    const rotated = nextChange(
+      bed.objects,
+      (c) => c.plural === 'secrets' && c.type === 'MODIFIED' && c.object.metadata.name === 'orders-db',
+    );
+    const event = nextChange(bed.objects, (c) => c.plural === 'events' && c.object.reason === 'Rotated');
+    ctl.enqueueAll();
+    const after = (await rotated).object;
+    expect(after.metadata.uid).toBe(before.metadata.uid);
+    const data = secretData(after);
+    expect(data.username).toBe('orders_b');
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'orders')).toBe(true);
+    expect(await canLogin(suite.cluster, old.username!, old.password!, 'orders')).toBe(true);
+    expect((await event).object.message).toContain('published orders_b');
+  });
+
+  it('an invalid spec gets Ready=False with the field named, and no Secret', async () => {
+    await (await start()).start();
+    const notReady = claimReady(bed.objects, 'broken', 'False');
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject('broken', { instanceLabel: 'atlas', userName: 'broken', databaseName: 'postgres' }, 'shop'),
+    );
+    const claim = (await notReady).object;
+    const synced = (claim.status as { conditions: Array<{ type: string; reason: string; message: string }> })
+      .conditions[1]!;
+    expect(synced).toMatchObject({ type: 'Synced', reason: 'InvalidSpec' });
+    expect(synced.message).toContain('spec.databaseName');
+    expect(await bed.objects.get('secrets', 'shop', 'broken')).toBeUndefined();
+    await bed.objects.delete(CLAIM_PLURAL, 'shop', 'broken');
+  });
+
+  it('a claim edited into an invalid spec is still cleaned up by its recorded policy on deletion', async () => {
+    await (await start()).start();
+    await createReadyClaim(bed.objects, 'shop', 'edited', { deletionPolicy: 'Delete' }, ALLOW_DELETE);
+    const invalid = claimReady(bed.objects, 'edited', 'False');
+    // Admission accepts it (the field is preserved); only the reconciler refuses it.
+    await bed.objects.patch(CLAIM_PLURAL, 'shop', 'edited', { spec: { enableSuperUser: true } });
+    await invalid;
+    const gone = deletion(bed.objects, CLAIM_PLURAL, 'edited');
+    await bed.objects.delete(CLAIM_PLURAL, 'shop', 'edited');
+    await gone;
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['edited']);
+    expect(rows).toHaveLength(0);
+    expect(await bed.objects.get('secrets', 'shop', 'edited')).toBeUndefined();
+  });
+
+  it('never overwrites a Secret of that name that the claim does not own; its retries fold into one Event', async () => {
+    const controller = await start();
+    await controller.start();
+    const failures = countReconciles(controller, 'shop/intruder', 4);
+    await bed.objects.create('secrets', 'shop', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'taken' },
+      data: { keep: 'bWluZQ==' },
+    });
+    const notReady = claimReady(bed.objects, 'intruder', 'False');
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'shop',
+      claimObject(
+        'intruder',
+        { instanceLabel: 'atlas', userName: 'intruder', databaseName: 'intruder', secretName: 'taken' },
+        'shop',
+      ),
+    );
+    const synced = (
+      (await notReady).object.status as { conditions: Array<{ reason: string; message: string }> }
+    ).conditions[1]!;
+    expect(synced.reason).toBe('ReconcileError');
+    expect(synced.message).toContain('not owned by DatabaseClaim intruder');
+    expect((await bed.objects.get('secrets', 'shop', 'taken'))?.data).toEqual({ keep: 'bWluZQ==' });
+    // Retried with backoff, failing the same way each time: one Event, its count going up
+    // (as client-go's recorder folds repeats), not one Event per attempt.
+    expect(await failures).toEqual(['error', 'error', 'error', 'error']);
+    const failed = (await eventsFor(bed.objects, 'shop', 'intruder')).filter(
+      (e) => e.reason === 'ReconcileFailed',
+    );
+    expect(failed).toHaveLength(1);
+    expect(failed[0]?.count).toBeGreaterThanOrEqual(4);
+  });
+
+  it('deletion applies the policy (Delete drops the database) and then removes the finalizer', async () => {
+    await (await start()).start();
+    await createReadyClaim(bed.objects, 'shop', 'gone', { deletionPolicy: 'Delete' }, ALLOW_DELETE);
+    expect(await bed.objects.get('secrets', 'shop', 'gone')).toBeDefined();
+    const deleted = deletion(bed.objects, CLAIM_PLURAL, 'gone');
+    await bed.objects.delete(CLAIM_PLURAL, 'shop', 'gone');
+    await deleted;
+    expect(await bed.objects.get('secrets', 'shop', 'gone')).toBeUndefined();
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['gone']);
+    expect(rows).toHaveLength(0);
+    expect(await bed.objects.get(CLAIM_PLURAL, 'shop', 'gone')).toBeUndefined();
+  });
+
+  it('claims wanting the same login users: the rule of folder mode (first by namespace/name, the holder keeps them)', async () => {
+    // Stopped while both claims are created, so neither is reconciled before the other exists.
+    const spec = { instanceLabel: 'atlas', userName: 'twin_user' };
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'twin-b',
+      claimObject('app', { ...spec, databaseName: 'twin_b' }, 'twin-b'),
+    );
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'twin-a',
+      claimObject('app', { ...spec, databaseName: 'twin_a' }, 'twin-a'),
+    );
+    const controller = await start();
+    const settled = countReconciles(controller, 'twin-b/app', 1);
+    const ready = claimReady(bed.objects, 'app');
+    await controller.start();
+    const owner = (await ready).object;
+    expect(owner.metadata.namespace).toBe('twin-a');
+    expect(await settled).toEqual(['error']);
+    const loser = await bed.objects.get(CLAIM_PLURAL, 'twin-b', 'app');
+    expect(syncedCondition(loser)?.message).toContain('already managed by claim twin-a/app');
+    // And the holder keeps them against a newcomer first by name.
+    const refused = nextChange(
+      bed.objects,
+      (c) =>
+        c.plural === CLAIM_PLURAL &&
+        c.object.metadata.namespace === 'twin-0' &&
+        readyStatus(c.object) === 'False',
+    );
+    await bed.objects.create(
+      CLAIM_PLURAL,
+      'twin-0',
+      claimObject('app', { ...spec, databaseName: 'twin_0' }, 'twin-0'),
+    );
+    expect(syncedCondition((await refused).object)?.message).toContain('already managed by claim twin-a/app');
+  });
+
+  it('a resync of unchanged claims writes nothing: no status, Secret or Event write', async () => {
+    // Its own namespace: the claims elsewhere in this file are left failing on purpose.
+    const config = parseReconcilerConfig(suite.configText, suite.configFile);
+    running = await makeController(bed, { config, now: () => clock }, { namespaces: ['resync'] });
+    const controller = running.controller;
+    await controller.start();
+    const created = settle(controller, 3);
+    for (const name of ['r-one', 'r-two', 'r-three']) await createReadyClaim(bed.objects, 'resync', name);
+    expect(await created).toEqual(['created', 'created', 'created']);
+    const before = (await bed.plane.settledAuditEntries()).length;
+    const outcomes = settle(controller, 3);
+    controller.enqueueAll();
+    expect(await outcomes).toEqual(['unchanged', 'unchanged', 'unchanged']);
+    const writes = (await bed.plane.settledAuditEntries())
+      .slice(before)
+      .filter(
+        (e) =>
+          e.user.username.startsWith('system:serviceaccount:') && !['get', 'list', 'watch'].includes(e.verb),
+      );
+    expect(writes.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+  });
+
+  it('a plain kubectl delete of a Delete-policy claim keeps the data: database kept, logins disabled, a DataKept event', async () => {
+    await (await start()).start();
+    const created = (await createReadyClaim(bed.objects, 'shop', 'ledger', { deletionPolicy: 'Delete' }))
+      .object;
+    const data = secretData(await bed.objects.get('secrets', 'shop', 'ledger'));
+    const session = new pg.Client(
+      suite.cluster.connectionConfig({ user: data.username!, password: data.password!, database: 'ledger' }),
+    );
+    await session.connect();
+    await session.query('CREATE TABLE keep_me (id int); INSERT INTO keep_me VALUES (1)');
+    const ended = new Promise<void>((resolve) => session.on('error', () => resolve()));
+    const kept = nextChange(bed.objects, (c) => c.plural === 'events' && c.object.reason === 'DataKept');
+    const gone = deletion(bed.objects, CLAIM_PLURAL, 'ledger');
+    const deleted = await bed.plane.kubectl([
+      'delete',
+      'databaseclaim',
+      'ledger',
+      '-n',
+      'shop',
+      '--wait=false',
+    ]);
+    expect(deleted.code).toBe(0);
+    await gone;
+    const event = (await kept).object;
+    expect(event.type).toBe('Warning');
+    expect(event.message).toContain('kept database');
+    expect(event.message).toContain('hotload-claim-reconciler/allow-delete');
+    expect((event.involvedObject as { uid: string }).uid).toBe(created.metadata.uid);
+    // The data stays; the users' access does not: no new login, and the open session ended.
+    const { rows } = await suite.cluster.query<{ id: number }>('SELECT id FROM keep_me', [], 'ledger');
+    expect(rows).toEqual([{ id: 1 }]);
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'ledger')).toBe(false);
+    await ended;
+    await session.end().catch(() => {});
+    // The Secret is gone with the claim (the controller removes it).
+    expect(await bed.objects.get('secrets', 'shop', 'ledger')).toBeUndefined();
+  });
+
+  it('needed every verb deploy/02-rbac.yaml grants it (Leases: the leader election test), and was never refused', async () => {
+    const user = `system:serviceaccount:${CONTROLLER_SERVICE_ACCOUNT.namespace}:${CONTROLLER_SERVICE_ACCOUNT.name}`;
+    const requests = (await bed.plane.settledAuditEntries()).filter((entry) => entry.user.username === user);
+    const refused = requests.filter((entry) => entry.responseStatus?.code === 403);
+    expect(refused.map((entry) => `${entry.verb} ${entry.requestURI}`)).toEqual([]);
+    const used = new Set(
+      requests.map(
+        (e) =>
+          `${e.objectRef?.resource}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''} ${e.verb}`,
+      ),
+    );
+    const granted = parseAllDocuments(await readFile(join(DEPLOY_DIR, '02-rbac.yaml'), 'utf8'))
+      .map(
+        (document) =>
+          document.toJS() as { kind: string; rules?: Array<{ resources: string[]; verbs: string[] }> },
+      )
+      .filter((document) => document.kind === 'ClusterRole')
+      .flatMap((role) => role.rules ?? [])
+      .flatMap((rule) =>
+        rule.resources.flatMap((resource) => rule.verbs.map((verb) => `${resource} ${verb}`)),
+      );
+    // With OwnerReferencesPermissionEnforcement, setting blockOwnerDeletion is authorized
+    // against the owner's finalizers: a check the server makes, not a request in the log.
+    const checkedOnly = ['databaseclaims/finalizers update'];
+    expect(granted.filter((grant) => !used.has(grant) && !checkedOnly.includes(grant))).toEqual([]);
+  });
+});
+
+/** Resolves with the outcomes of the next `count` reconciles of `controller`. */
+function settle(controller: ClaimController, count: number): Promise<string[]> {
+  return new Promise((resolve) => {
+    const outcomes: string[] = [];
+    const listener = (event: KeyReconciled) => {
+      outcomes.push(event.outcome);
+      if (outcomes.length < count) return;
+      controller.off('reconciled', listener);
+      resolve(outcomes);
+    };
+    controller.on('reconciled', listener);
+  });
+}
+
+/** Resolves with the outcomes of the next `count` reconciles of `key`. */
+function countReconciles(controller: ClaimController, key: string, count: number): Promise<string[]> {
+  return new Promise((resolve) => {
+    const outcomes: string[] = [];
+    const listener = (event: KeyReconciled) => {
+      if (event.key !== key) return;
+      outcomes.push(event.outcome);
+      if (outcomes.length < count) return;
+      controller.off('reconciled', listener);
+      resolve(outcomes);
+    };
+    controller.on('reconciled', listener);
+  });
+}

@@ -1,8 +1,0 @@
-/** Writes deploy/01-crd.yaml from the reconciler's claim schema (see src/kubernetes/claim-crd.ts). */
-import { writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { crdYaml } from '../src/kubernetes/claim-crd-yaml.js';
-
-const target = fileURLToPath(new URL('../../../deploy/01-crd.yaml', import.meta.url));
-writeFileSync(target, crdYaml());
-console.log(`wrote ${target}`);
