@@ -5,6 +5,6 @@ import { claimCustomResourceDefinition } from './claim-crd.js';
 /** Text of `deploy/01-crd.yaml`. */
 export function crdYaml(): string {
   return `# GENERATED from the reconciler's claim schema (packages/claim-controller/src/claim-crd.ts):
-# node scripts/pnpm.mjs --filter hotload-claim-reconciler run crd
+# node scripts/pnpm.mjs --filter hotload-claim-controller run crd
 ${stringify(claimCustomResourceDefinition(), { lineWidth: 0 })}`;
 }

@@ -12,7 +12,7 @@ import { claimCustomResourceDefinition } from '../src/claim-crd.js';
 import { crdYaml } from '../src/claim-crd-yaml.js';
 import { type ClaimResource, claimFromResource } from '../src/claim-resource.js';
 
-const repo = (path: string) => fileURLToPath(new URL(`../../../../${path}`, import.meta.url));
+const repo = (path: string) => fileURLToPath(new URL(`../../../${path}`, import.meta.url));
 
 interface CrdVersion {
   name: string;
