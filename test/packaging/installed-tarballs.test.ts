@@ -126,7 +126,9 @@ describe('the packed packages, installed with npm into a fresh project', () => {
       expect(esm['hotload-pg']).toEqual(expect.arrayContaining(['Pool', 'createPgModule']));
       expect(esm['hotload-knex']).toEqual(expect.arrayContaining(['HotloadPgClient', 'createHotloadKnex']));
       expect(esm['hotload-core']).toEqual(expect.arrayContaining(['SourceWatcher']));
-      expect(esm['hotload-claim-reconciler']).toEqual(expect.arrayContaining(['reconcileFiles', 'ClaimReconciler']));
+      expect(esm['hotload-claim-reconciler']).toEqual(
+        expect.arrayContaining(['reconcileFiles', 'ClaimReconciler']),
+      );
       expect(esm['hotload-claim-controller']).toEqual(expect.arrayContaining(['ClaimController']));
 
       // Strict, skipLibCheck false, module nodenext: consumer.mts through the `import`

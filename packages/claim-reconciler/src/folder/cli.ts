@@ -11,7 +11,6 @@
  */
 import { existsSync, readFileSync, watch } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { isSourceError } from 'hotload-core';
 import type { ClaimOutcome } from '../core/claim-outcome.js';
 import { prometheusMetrics, type ReconcilerMetrics } from '../core/metrics.js';
 import { type MetricsServer, startMetricsServer } from '../core/metrics-server.js';
