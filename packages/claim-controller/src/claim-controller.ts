@@ -16,25 +16,26 @@ import {
   DATA_KEPT,
 } from 'hotload-claim-reconciler';
 import type { HotloadLogger } from 'hotload-core';
-import type { ClaimRef } from './claim-api.js';
+import { type ClaimRef, readClaim } from './claim-api.js';
 import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './claim-finalizer.js';
-import { ClaimInformer } from './claim-informer.js';
 import {
   ALLOW_DELETE_ANNOTATION,
   allowsDataDeletion,
+  CLAIM_RESOURCE,
   type ClaimResource,
   claimFromResource,
   DEFAULT_PUBLISHER_ID,
-  resourceKey,
   secretNameOf,
 } from './claim-resource.js';
 import { stateFromStatus, statusFields, writeClaimStatus } from './claim-status-writer.js';
+import { ControllerLoop } from './controller-loop.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
 import { KubeStatusStore } from './kube-status-store.js';
-import { type BackoffSettings, type WorkOutcome, WorkQueue } from './work-queue.js';
+import { resourceKey } from './resource-informer.js';
+import type { BackoffSettings, WorkOutcome } from './work-queue.js';
 
 /** Options of {@link ClaimController}. */
 export interface ClaimControllerOptions {
@@ -63,7 +64,7 @@ export interface KeyReconciled {
   /** The claim's `namespace/name`. */
   readonly key: string;
   /**
-   * What happened: a {@link ClaimResult}, or `invalid` (the spec does not validate),
+   * What happened: a `ClaimResult` (hotload-claim-reconciler), or `invalid` (the spec does not validate),
    * `finalized` (deleted and the finalizer removed), `gone` (the claim no longer exists).
    */
   readonly outcome: ClaimReconcile['outcome']['result'] | 'invalid' | 'finalized' | 'gone';
@@ -79,27 +80,27 @@ export interface KeyReconciled {
  */
 export class ClaimController extends EventEmitter {
   readonly #options: ClaimControllerOptions;
-  readonly #queue: WorkQueue;
-  readonly #informer: ClaimInformer;
+  readonly #loop: ControllerLoop<ClaimResource>;
   readonly #events: ClaimEventRecorder;
-  #running: Promise<void> | undefined;
   readonly #started = new Map<string, number>();
 
   constructor(options: ClaimControllerOptions) {
     super();
     this.#options = options;
-    this.#queue = new WorkQueue(options.backoff);
-    this.#informer = new ClaimInformer(
+    this.#loop = new ControllerLoop<ClaimResource>(
       options.clients,
+      CLAIM_RESOURCE,
       {
         namespaces: options.namespaces,
+        workers: options.workers,
         resyncMillis: options.resyncMillis ?? 600_000,
-        restartBaseMillis: options.watchRestartMillis,
+        backoff: options.backoff,
+        watchRestartMillis: options.watchRestartMillis,
       },
-      (key) => this.#queue.add(key),
+      (key, resource) => this.#reconcileKey(key, resource),
     );
-    this.#informer.on('connect', (namespace) => this.emit('watch-connect', namespace));
-    this.#informer.on('error', (message: string) => {
+    this.#loop.on('watch-connect', (namespace) => this.emit('watch-connect', namespace));
+    this.#loop.on('watch-error', (message: string) => {
       options.logger?.warn({ error: message }, 'DatabaseClaim watch failed; restarting');
       this.emit('watch-error', message);
     });
@@ -108,43 +109,38 @@ export class ClaimController extends EventEmitter {
 
   /** Lists and watches claims and starts the workers; resolves once the first list is in. */
   async start(): Promise<void> {
-    await this.#informer.start();
-    this.#running = this.#queue.run((key) => this.#reconcileKey(key), this.#options.workers ?? 4);
+    await this.#loop.start();
   }
 
   /** Stops watching, lets reconciles in process finish. */
   async stop(): Promise<void> {
-    this.#queue.stop();
-    await this.#informer.stop();
-    await this.#running;
+    await this.#loop.stop();
   }
 
   /** Whether the informer has listed (for `/readyz`). */
   get started(): boolean {
-    return this.#running !== undefined;
+    return this.#loop.started;
   }
 
   /** Keys waiting or being reconciled (client-go's work-queue depth, for metrics). */
   get queueDepth(): number {
-    return this.#queue.length;
+    return this.#loop.queueDepth;
   }
 
   /** Every claim the informer holds (for gauges over all claims; read-only). */
   claims(): readonly ClaimResource[] {
-    return this.#informer.list();
+    return this.#loop.list();
   }
 
   /** Reconciles every known claim again soon (e.g. after the config changed). */
   enqueueAll(): void {
-    for (const resource of this.#informer.list()) this.#queue.add(resourceKey(resource.metadata));
+    this.#loop.enqueueAll();
   }
 
-  async #reconcileKey(key: string): Promise<WorkOutcome> {
+  async #reconcileKey(key: string, resource: ClaimResource | undefined): Promise<WorkOutcome> {
     // A key is never reconciled twice at once (the work queue), so one start per key.
     this.#started.set(key, performance.now());
-    const resource = this.#informer.get(key);
     if (!resource) {
-      this.#queue.forget(key);
       this.#report({ key, outcome: 'gone' });
       return { kind: 'done' };
     }
@@ -208,7 +204,13 @@ export class ClaimController extends EventEmitter {
     generation: number,
   ): Promise<WorkOutcome> {
     if (!hasFinalizer(resource)) return this.#done({ key, outcome: 'gone' });
-    const { ports, store } = this.#ports(claim, resource);
+    // The claim as stored now, not as cached: a reconcile that ran while the claim was being
+    // deleted may have recorded the database in its status a moment ago, and the informer
+    // may not have that update yet. Finalizing from the cache would find nothing recorded
+    // and leave the database and roles behind. One GET per deletion.
+    const current = await readClaim(this.#options.clients, ref);
+    if (!current || !hasFinalizer(current)) return this.#done({ key, outcome: 'gone' });
+    const { ports, store } = this.#ports(claim, current);
     const result = await this.#options.reconciler.finalize(
       claim,
       ports,
@@ -243,7 +245,7 @@ export class ClaimController extends EventEmitter {
 
   /** The cluster side of one claim's reconcile: its Secret, and every claim's recorded state. */
   #ports(claim: ClaimIdentity, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
-    const states = this.#informer.list().flatMap((other) => {
+    const states = this.#loop.list().flatMap((other) => {
       const otherKey = resourceKey(other.metadata);
       const state =
         otherKey === claim.key
@@ -261,7 +263,7 @@ export class ClaimController extends EventEmitter {
       // Only the few claims naming the same user are parsed (a full parse of every claim on
       // every reconcile would make a pass quadratic in parses).
       otherClaims: (userName) =>
-        this.#informer.list().flatMap((other) => {
+        this.#loop.list().flatMap((other) => {
           if (other.spec?.userName !== userName || resourceKey(other.metadata) === claim.key) return [];
           if (other.metadata.deletionTimestamp !== undefined) return [];
           const parsed = claimFromResource(other);

@@ -11,6 +11,7 @@ import {
   formatProblem,
   parseClaims,
 } from 'hotload-claim-reconciler';
+import { type ResourceDescription, resourceKey } from './resource-informer.js';
 
 /** API group of DatabaseClaim (the database controller's, so existing manifests apply). */
 export const CLAIM_GROUP = 'persistance.atlas.infoblox.com';
@@ -91,9 +92,9 @@ export interface ClaimMetadata {
 
 /** A DatabaseClaim object as the API returns it. */
 export interface ClaimResource {
-  /** `persistance.atlas.infoblox.com/v1` ({@link CLAIM_API_VERSION}). */
+  /** `persistance.atlas.infoblox.com/v1` (`CLAIM_API_VERSION` of hotload-claim-reconciler). */
   apiVersion: string;
-  /** `DatabaseClaim` ({@link CLAIM_KIND}). */
+  /** `DatabaseClaim` (`CLAIM_KIND` of hotload-claim-reconciler). */
   kind: string;
   /** The object's metadata (name, namespace, uid, generation, finalizers ...). */
   metadata: ClaimMetadata;
@@ -103,10 +104,13 @@ export interface ClaimResource {
   status?: ClaimResourceStatus;
 }
 
-/** `namespace/name` of a resource: the work queue key. */
-export function resourceKey(metadata: { namespace?: string; name?: string }): string {
-  return `${metadata.namespace ?? ''}/${metadata.name ?? ''}`;
-}
+/** The DatabaseClaim custom resource, as its informer watches it. */
+export const CLAIM_RESOURCE: ResourceDescription = {
+  kind: CLAIM_KIND,
+  group: CLAIM_GROUP,
+  version: CLAIM_VERSION,
+  plural: CLAIM_PLURAL,
+};
 
 /**
  * The Secret a claim writes, without validating the whole claim (other claims' statuses

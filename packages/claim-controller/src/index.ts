@@ -18,6 +18,7 @@ export {
   CLAIM_FINALIZER,
   CLAIM_GROUP,
   CLAIM_PLURAL,
+  CLAIM_RESOURCE,
   CLAIM_VERSION,
   type ClaimCondition,
   type ClaimResource,
@@ -26,6 +27,7 @@ export {
   DEFAULT_PUBLISHER_ID,
 } from './claim-resource.js';
 export { type ConfigWatch, watchReconcilerConfig } from './config-watch.js';
+export { ControllerLoop, type ControllerLoopOptions, type Reconcile } from './controller-loop.js';
 export { type KubeClients, kubeClients, kubeClientsForUrl } from './kube-clients.js';
 export {
   KubeSecretSink,
@@ -35,3 +37,11 @@ export {
 } from './kube-secret-sink.js';
 export { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 export { type LeaderGate, runWhileLeading } from './leader-gate.js';
+export {
+  type NamedObject,
+  type ResourceDescription,
+  ResourceInformer,
+  type ResourceInformerOptions,
+  resourceKey,
+} from './resource-informer.js';
+export { type BackoffSettings, type WorkOutcome, WorkQueue } from './work-queue.js';

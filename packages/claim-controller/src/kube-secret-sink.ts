@@ -36,7 +36,7 @@ export class SecretOwnershipError extends Error {
 /** Annotation with the time the credentials were last published (the rotation clock). */
 export const PUBLISHED_AT_ANNOTATION = 'hotload-claim-reconciler/published-at';
 
-/** The folder mode's {@link SecretSink}, on the Kubernetes API. */
+/** A `SecretSink` (hotload-claim-reconciler's port) on the Kubernetes API: the claim's Secret. */
 export class KubeSecretSink implements SecretSink {
   readonly #clients: KubeClients;
   readonly #owner: SecretOwner;

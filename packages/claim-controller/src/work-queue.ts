@@ -7,7 +7,9 @@
 
 /** Backoff of {@link WorkQueue}: `baseMillis · 2^(failures-1)`, at most `maxMillis`. */
 export interface BackoffSettings {
+  /** The delay after a key's first failure. */
   readonly baseMillis: number;
+  /** The longest delay, however many failures. */
   readonly maxMillis: number;
 }
 
@@ -22,6 +24,7 @@ export type WorkHandler = (key: string) => Promise<WorkOutcome>;
 /** Default backoff: 100 ms doubling up to 5 minutes (controller-runtime uses 5 ms … 1000 s). */
 export const DEFAULT_BACKOFF: BackoffSettings = { baseMillis: 100, maxMillis: 300_000 };
 
+/** A keyed work queue in client-go's shape (see the module comment). */
 export class WorkQueue {
   readonly #queue: string[] = [];
   readonly #queued = new Set<string>();
@@ -89,7 +92,7 @@ export class WorkQueue {
     return this.#queue.length + this.#processing.size;
   }
 
-  /** Runs `workers` loops until {@link stop}; resolves when they have all finished. */
+  /** Runs `workers` loops until {@link WorkQueue.stop}; resolves when they have all finished. */
   async run(handler: WorkHandler, workers: number): Promise<void> {
     await Promise.all(Array.from({ length: Math.max(1, workers) }, () => this.#worker(handler)));
   }

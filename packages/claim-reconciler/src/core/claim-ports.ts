@@ -1,8 +1,8 @@
 /**
- * The two places a claim's reconcile writes outside PostgreSQL, as narrow ports so that
- * another driver can plug in its own: the folder mode uses a kubelet-style secret folder
- * and a status file; a Kubernetes controller would use a Secret and the claim's status
- * subresource.
+ * The two places a claim's reconcile writes outside PostgreSQL, as narrow ports each
+ * driver fills: the folder mode (`folder/`) with a kubelet-style secret folder and a status
+ * file, the Kubernetes controller (hotload-claim-controller) with a Secret and the claim's
+ * status subresource.
  */
 
 import type { DatabaseClaim } from './claim-schema.js';
@@ -10,7 +10,7 @@ import type { ClaimStatus } from './claim-status.js';
 import type { PublishedCredentials } from './secret-layout.js';
 import type { StepHook } from './steps.js';
 
-/** Where one claim's secret is published (today a folder, later a Kubernetes Secret). */
+/** Where one claim's secret is published (a folder, a Kubernetes Secret). */
 export interface SecretSink {
   /** Where the secret lives, for messages and outcomes (a folder path, `namespace/name`). */
   readonly location: string;
@@ -42,7 +42,7 @@ export interface SecretSink {
   lock<T>(work: () => Promise<T>): Promise<T>;
 }
 
-/** Where claim statuses are kept (today `<out>/<namespace>/<secret>.status.json`). */
+/** Where claim statuses are kept (status files beside the secret folders, claims' status subresources). */
 export interface StatusStore {
   /** The status of the secret `namespace/secretName`, or undefined. */
   read(namespace: string, secretName: string): Promise<ClaimStatus | undefined>;
@@ -61,7 +61,7 @@ export interface ClaimPorts {
   /** Where every claim's status is kept. */
   readonly statuses: StatusStore;
   /**
-   * Who publishes (an output folder's id; a controller would name its cluster). Recorded on
+   * Who publishes (an output folder's id; the controller's fixed id). Recorded on
    * each claim's base role: a claim already published by another publisher is refused.
    * Resolved once per pass; creating it is a step (a dry run skips it).
    */

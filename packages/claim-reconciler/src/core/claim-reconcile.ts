@@ -25,10 +25,10 @@
  *   name)`): the folder mode uses the kubelet-style folder writer (`SecretPublisher`); a
  *   Kubernetes controller passes a Secret writer.
  * - The status is stored through {@link StatusStore} (`ports.statuses`): a status file in
- *   folder mode; a controller would write the claim's status subresource.
+ *   folder mode, the claim's status subresource in the controller.
  * - `ports.publisherId` names the one publisher of each claim (recorded on its base role);
- *   a controller would use an id of its cluster, so a folder and a cluster never both
- *   publish one claim.
+ *   the controller uses its own id, so a folder and a cluster never both publish one
+ *   claim.
  * - An instance change (the secret points at a location the claim no longer wants) goes
  *   to {@link reconcileMigration} before any plan: the data moves by an online migration,
  *   which publishes the target itself at cutover and retires the source afterwards.

@@ -22,7 +22,7 @@ function alreadyExists(error: unknown, code: string): boolean {
 
 /**
  * The base role's comment also names the one publisher of the claim's secret (an output
- * folder, later a Kubernetes Secret): `<marker>; publisher <id>`. A second publisher (a
+ * folder, or the controller): `<marker>; publisher <id>`. A second publisher (a
  * second --out) would set a fresh password on a user the first one publishes, so it is
  * refused (see `EnsureOptions.publisher`).
  */

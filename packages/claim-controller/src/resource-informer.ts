@@ -1,9 +1,11 @@
 /**
- * Watches DatabaseClaims with client-node's informer (list, then watch from the list's
- * resourceVersion; a `410 Gone` or an expired watch clears the version so the informer
- * lists again), in every namespace or in selected ones. What client-node leaves to its
- * user is here: restarting after any other watch or list failure (with backoff), and a
- * periodic resync that hands every cached claim to the handler again.
+ * Watches one kind of resource ({@link ResourceDescription}) with client-node's informer
+ * (list, then watch from the list's resourceVersion; a `410 Gone` or an expired watch
+ * clears the version so the informer lists again), in every namespace or in selected ones.
+ * What client-node leaves to its user is here: restarting after any other watch or list
+ * failure (with backoff), a periodic resync that hands every cached object to the handler
+ * again, and controller-runtime's GenerationChangedPredicate (status-only updates are not
+ * handed over).
  */
 import { EventEmitter } from 'node:events';
 import {
@@ -13,38 +15,61 @@ import {
   makeInformer,
   type ObjectCache,
 } from '@kubernetes/client-node';
-import {
-  CLAIM_GROUP,
-  CLAIM_PLURAL,
-  CLAIM_VERSION,
-  type ClaimResource,
-  resourceKey,
-} from './claim-resource.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 
-/** Options of {@link ClaimInformer}. */
-export interface ClaimInformerOptions {
+/** The resource an informer watches: a custom resource's API coordinates. */
+export interface ResourceDescription {
+  /** `kind`, for messages (e.g. `DatabaseClaim`). */
+  readonly kind: string;
+  /** API group (e.g. `persistance.atlas.infoblox.com`). */
+  readonly group: string;
+  /** API version (e.g. `v1`). */
+  readonly version: string;
+  /** Plural resource name in the API path (e.g. `databaseclaims`). */
+  readonly plural: string;
+}
+
+/** What an informer needs of an object: where it is. */
+export interface NamedObject {
+  /** The object's metadata; only its namespace and name are read here. */
+  readonly metadata?: { readonly namespace?: string; readonly name?: string };
+}
+
+/** An object's `namespace/name`, the key a work queue holds. */
+export function resourceKey(metadata: { namespace?: string; name?: string }): string {
+  return `${metadata.namespace ?? ''}/${metadata.name ?? ''}`;
+}
+
+/** Options of {@link ResourceInformer}. */
+export interface ResourceInformerOptions {
   /** Namespaces to watch; empty or undefined: all. */
   readonly namespaces?: readonly string[];
-  /** Every claim is handed over again this often (rotations are found this way too). */
+  /** Every object is handed over again this often (a claim's rotations are found this way too). */
   readonly resyncMillis: number;
   /** Delay before restarting a failed watch: doubles from this up to 30 s. */
   readonly restartBaseMillis?: number;
 }
 
 /** Events: `connect` (a list or watch (re)started), `error` (message; a restart follows). */
-export class ClaimInformer extends EventEmitter {
+export class ResourceInformer<T extends NamedObject> extends EventEmitter {
   readonly #informers: Array<Informer<KubernetesObject> & ObjectCache<KubernetesObject>>;
-  readonly #options: ClaimInformerOptions;
+  readonly #resource: ResourceDescription;
+  readonly #options: ResourceInformerOptions;
   readonly #onKey: (key: string) => void;
   #resync: NodeJS.Timeout | undefined;
   readonly #restarts = new Set<NodeJS.Timeout>();
   #stopped = false;
-  /** Per key: what of the claim a reconcile depends on, to skip status-only updates. */
+  /** Per key: what of the object a reconcile depends on, to skip status-only updates. */
   readonly #seen = new Map<string, string>();
 
-  constructor(clients: KubeClients, options: ClaimInformerOptions, onKey: (key: string) => void) {
+  constructor(
+    clients: KubeClients,
+    resource: ResourceDescription,
+    options: ResourceInformerOptions,
+    onKey: (key: string) => void,
+  ) {
     super();
+    this.#resource = resource;
     this.#options = options;
     this.#onKey = onKey;
     const namespaces = options.namespaces?.length ? options.namespaces : [undefined];
@@ -56,7 +81,7 @@ export class ClaimInformer extends EventEmitter {
     this.#stopped = false;
     await Promise.all(this.#informers.map((informer) => informer.start()));
     this.#resync = setInterval(() => {
-      for (const resource of this.list()) this.#onKey(resourceKey(resource.metadata));
+      for (const resource of this.list()) this.#onKey(resourceKey(resource.metadata ?? {}));
     }, this.#options.resyncMillis);
     this.#resync.unref();
   }
@@ -70,27 +95,28 @@ export class ClaimInformer extends EventEmitter {
     await Promise.all(this.#informers.map((informer) => informer.stop()));
   }
 
-  /** The cached claim `namespace/name`, or undefined. */
-  get(key: string): ClaimResource | undefined {
+  /** The cached object `namespace/name`, or undefined. */
+  get(key: string): T | undefined {
     const [namespace, name] = splitKey(key);
     for (const informer of this.#informers) {
       const found = informer.get(name, namespace);
-      if (found) return found as unknown as ClaimResource;
+      if (found) return found as unknown as T;
     }
     return undefined;
   }
 
-  /** Every cached claim. */
-  list(): ClaimResource[] {
-    return this.#informers.flatMap((informer) => informer.list() as unknown as ClaimResource[]);
+  /** Every cached object. */
+  list(): T[] {
+    return this.#informers.flatMap((informer) => informer.list() as unknown as T[]);
   }
 
   #makeInformer(clients: KubeClients, namespace: string | undefined) {
-    const base = `/apis/${CLAIM_GROUP}/${CLAIM_VERSION}`;
+    const { kind, group, version, plural } = this.#resource;
+    const base = `/apis/${group}/${version}`;
     const path = namespace
-      ? `${base}/namespaces/${encodeURIComponent(namespace)}/${CLAIM_PLURAL}`
-      : `${base}/${CLAIM_PLURAL}`;
-    const request = { group: CLAIM_GROUP, version: CLAIM_VERSION, plural: CLAIM_PLURAL };
+      ? `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`
+      : `${base}/${plural}`;
+    const request = { group, version, plural };
     // Custom objects come back as plain JSON lists.
     const list = async () =>
       (namespace
@@ -125,7 +151,7 @@ export class ClaimInformer extends EventEmitter {
       failures++;
       this.emit(
         'error',
-        `watching DatabaseClaims${namespace ? ` in ${namespace}` : ''}: ${describeApiError(error)}`,
+        `watching ${kind}s${namespace ? ` in ${namespace}` : ''}: ${describeApiError(error)}`,
       );
       const delay = Math.min(30_000, (this.#options.restartBaseMillis ?? 500) * 2 ** (failures - 1));
       const timer = setTimeout(() => {
