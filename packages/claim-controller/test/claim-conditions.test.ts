@@ -9,7 +9,7 @@ const t1 = new Date('2026-01-01T01:00:00Z');
 
 function result(extra: Partial<ClaimReconcile> = {}, actions: string[] = []): ClaimReconcile {
   return {
-    outcome: { claim: 'ns/a', result: 'unchanged', actions, secretDirectory: 'Secret ns/a' },
+    outcome: { claim: 'ns/a', result: 'unchanged', actions, secretLocation: 'Secret ns/a' },
     ...extra,
   };
 }

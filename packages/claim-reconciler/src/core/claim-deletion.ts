@@ -38,7 +38,7 @@ export async function deleteClaim(context: ClaimContext, status: ClaimStatus): P
         result: 'error',
         actions: [],
         error: message,
-        secretDirectory: location,
+        secretLocation: location,
       },
       error: retryable(message),
     };
@@ -56,7 +56,7 @@ async function deleteHoldingSecretLock(context: ClaimContext, status: ClaimStatu
     const current = await context.ports.statuses.read(status.namespace, status.secretName);
     if (!current || current.claim !== status.claim) {
       return {
-        outcome: { claim: status.claim, result: 'deleted', actions: [], secretDirectory: sink.location },
+        outcome: { claim: status.claim, result: 'deleted', actions: [], secretLocation: sink.location },
       };
     }
     return deleteLocked(context, current, sink);
@@ -70,7 +70,7 @@ async function deleteLocked(
 ): Promise<ClaimReconcile> {
   const { onStep, ports } = context;
   const actions: string[] = [];
-  const base = { claim: status.claim, actions, secretDirectory: sink.location };
+  const base = { claim: status.claim, actions, secretLocation: sink.location };
   try {
     if (await performStep(onStep, { claim: status.claim, action: 'remove-secret' })) await sink.remove();
     actions.push('removed secret');

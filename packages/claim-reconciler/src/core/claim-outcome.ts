@@ -29,8 +29,11 @@ export interface ClaimOutcome {
   readonly matchedLabel?: string;
   /** The login user the secret now names (`<userName>_a` or `_b`). */
   readonly activeUser?: string;
-  /** Folder of the published secret. */
-  readonly secretDirectory: string;
+  /**
+   * Where the claim's secret is published: its folder in folder mode, `namespace/name` of
+   * its Secret in the controller ({@link SecretSink.location}).
+   */
+  readonly secretLocation: string;
 }
 
 /** One claim's reconcile: the outcome for people, and the result for the driver. */

@@ -390,7 +390,7 @@ async function applyCredentials(context: ClaimContext, input: ApplyInput): Promi
     actions,
     matchedLabel: binding.label,
     activeUser,
-    secretDirectory: sink.location,
+    secretLocation: sink.location,
     ...(next.error ? { error: next.error } : {}),
   };
   const requeueAfterMillis = nextRotationInMillis(config.password, setAt, now);
@@ -447,7 +447,7 @@ export async function recordClaimError(
   } catch (writeError) {
     const message = `${error.message}; status not written: ${errorMessage(writeError)}`;
     return {
-      outcome: { claim: claim.key, result: 'error', actions, error: message, secretDirectory: location },
+      outcome: { claim: claim.key, result: 'error', actions, error: message, secretLocation: location },
       error: { kind: error.kind, message },
     };
   }
@@ -457,7 +457,7 @@ export async function recordClaimError(
       result: 'error',
       actions,
       error: error.message,
-      secretDirectory: location,
+      secretLocation: location,
       ...(matchedLabel ? { matchedLabel } : {}),
     },
     error,

@@ -121,7 +121,7 @@ export class ClaimReconciler implements ClaimReconcilePort {
       const sink = ports.secretFor(claim.namespace, claim.secretName);
       await sink.remove();
       return {
-        outcome: { claim: claim.key, result: 'deleted', actions: [], secretDirectory: sink.location },
+        outcome: { claim: claim.key, result: 'deleted', actions: [], secretLocation: sink.location },
       };
     }
     return this.delete(own, ports, options);

@@ -220,7 +220,7 @@ export class Reconciler {
           claim: status.claim,
           result: 'not-pruned',
           actions: refusal ? [] : [action],
-          secretDirectory: location,
+          secretLocation: location,
           ...(refusal ? { error: refusal } : {}),
         },
         ...(refusal ? { error: terminal(refusal) } : {}),
