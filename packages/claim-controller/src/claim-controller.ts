@@ -13,6 +13,7 @@ import {
   type ClaimPorts,
   type ClaimReconcile,
   type ClaimReconcilePort,
+  type ClaimStatus,
   DATA_KEPT,
 } from 'hotload-claim-reconciler';
 import type { HotloadLogger } from 'hotload-core';
@@ -20,6 +21,13 @@ import { type ClaimRef, readClaim } from './claim-api.js';
 import type { ConditionInput } from './claim-conditions.js';
 import { type ClaimEvent, ClaimEventRecorder, eventFor } from './claim-events.js';
 import { addFinalizer, hasFinalizer, removeFinalizer } from './claim-finalizer.js';
+import {
+  type ClaimRecord,
+  ClaimRecords,
+  type ClaimRecordsLocation,
+  recordOf,
+  statusOf,
+} from './claim-records.js';
 import {
   ALLOW_DELETE_ANNOTATION,
   allowsDataDeletion,
@@ -57,6 +65,12 @@ export interface ClaimControllerOptions {
   readonly logger?: HotloadLogger;
   /** Clock for condition and Secret publish times. Default: `new Date()`. */
   readonly now?: () => Date;
+  /**
+   * Where to keep the second record of what each claim owns (`claim-records.ts`), so that
+   * a claim whose finalizer was stripped, or that vanished while no controller ran, is
+   * still cleaned up by its policy. Absent: no records (only the finalizer).
+   */
+  readonly records?: ClaimRecordsLocation;
 }
 
 /** What one reconcile of a key did (emitted as `reconciled`, for tests and metrics). */
@@ -82,6 +96,7 @@ export class ClaimController extends EventEmitter {
   readonly #options: ClaimControllerOptions;
   readonly #loop: ControllerLoop<ClaimResource>;
   readonly #events: ClaimEventRecorder;
+  readonly #records: ClaimRecords | undefined;
   readonly #started = new Map<string, number>();
 
   constructor(options: ClaimControllerOptions) {
@@ -104,12 +119,23 @@ export class ClaimController extends EventEmitter {
       options.logger?.warn({ error: message }, 'DatabaseClaim watch failed; restarting');
       this.emit('watch-error', message);
     });
+    this.#records = options.records && new ClaimRecords(options.clients, options.records);
     this.#events = new ClaimEventRecorder(options.clients, (message) => options.logger?.warn({}, message));
   }
 
   /** Lists and watches claims and starts the workers; resolves once the first list is in. */
   async start(): Promise<void> {
+    await this.#records?.load();
     await this.#loop.start();
+    // Claims recorded but gone (deleted while no controller ran, or without the finalizer):
+    // each is cleaned up by its record, in the queue like any claim.
+    // Only in the namespaces this controller watches: a claim elsewhere is not in its cache
+    // because it is not watched, not because it is gone.
+    const watched = new Set(this.#options.namespaces ?? []);
+    for (const key of this.#records?.keys() ?? []) {
+      const namespace = key.slice(0, key.indexOf('/'));
+      if ((watched.size === 0 || watched.has(namespace)) && !this.#loop.get(key)) this.#loop.enqueue(key);
+    }
   }
 
   /** Stops watching, lets reconciles in process finish. */
@@ -141,6 +167,8 @@ export class ClaimController extends EventEmitter {
     // A key is never reconciled twice at once (the work queue), so one start per key.
     this.#started.set(key, performance.now());
     if (!resource) {
+      const record = this.#records?.get(key);
+      if (record) return this.#cleanUpVanished(key, record);
       this.#report({ key, outcome: 'gone' });
       return { kind: 'done' };
     }
@@ -188,6 +216,8 @@ export class ClaimController extends EventEmitter {
       recorded?.kind === 'written' ? recorded.status : stateFromStatus(resource, key, claim.secretName);
     const published = (state?.activeUser ?? null) !== null;
     await this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published });
+    const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
+    if (record) await this.#records?.put(key, record);
     const { outcome, error } = result;
     const event = eventFor(outcome.result, outcome.actions, error?.message);
     if (event) await this.#event(ref, event);
@@ -239,12 +269,52 @@ export class ClaimController extends EventEmitter {
         message: `${kept.join('; ')}; to drop it, delete a claim annotated ${ALLOW_DELETE_ANNOTATION}: "true"`,
       });
     }
+    await this.#records?.remove(key);
     await removeFinalizer(this.#options.clients, ref);
     return this.#done({ key, outcome: 'finalized' });
   }
 
+  /**
+   * A claim that is gone without its finalizer having run, cleaned up by its record: the
+   * deletion policy as the finalizer would have applied it (data dropped only if the claim
+   * allowed it), then the record removed. There is no object left to put an Event on: the
+   * outcome is logged.
+   */
+  async #cleanUpVanished(key: string, record: ClaimRecord): Promise<WorkOutcome> {
+    const status = statusOf(key, record);
+    const identity = { key, namespace: status.namespace, secretName: record.secretName };
+    const resource = {
+      metadata: { namespace: status.namespace, name: key.slice(key.indexOf('/') + 1), uid: record.uid },
+    };
+    const { ports } = this.#ports(identity, resource as ClaimResource, [status]);
+    const result = await this.#options.reconciler.finalize(
+      identity,
+      ports,
+      record.allowDataDeletion
+        ? {}
+        : {
+            keepDataBecause: `the claim vanished without its finalizer, and had no annotation ${ALLOW_DELETE_ANNOTATION}: "true"`,
+          },
+    );
+    const { outcome, error } = result;
+    this.#options.logger?.warn(
+      { claim: key, result: outcome.result, actions: outcome.actions, error: error?.message },
+      `claim ${key}: gone without its finalizer; cleaned up by the controller's record`,
+    );
+    if (error) {
+      this.#report({ key, outcome: outcome.result, error: error.message });
+      return { kind: 'failed' };
+    }
+    await this.#records?.remove(key);
+    return this.#done({ key, outcome: 'finalized' });
+  }
+
   /** The cluster side of one claim's reconcile: its Secret, and every claim's recorded state. */
-  #ports(claim: ClaimIdentity, resource: ClaimResource): { ports: ClaimPorts; store: KubeStatusStore } {
+  #ports(
+    claim: ClaimIdentity,
+    resource: ClaimResource,
+    extraStates: readonly ClaimStatus[] = [],
+  ): { ports: ClaimPorts; store: KubeStatusStore } {
     const states = this.#loop.list().flatMap((other) => {
       const otherKey = resourceKey(other.metadata);
       const state =
@@ -253,7 +323,7 @@ export class ClaimController extends EventEmitter {
           : stateFromStatus(other, otherKey, secretNameOf(other));
       return state ? [state] : [];
     });
-    const store = new KubeStatusStore(states);
+    const store = new KubeStatusStore([...states, ...extraStates]);
     const owner = { namespace: claim.namespace, name: resource.metadata.name, uid: resource.metadata.uid };
     const ports: ClaimPorts = {
       secretFor: (namespace, secretName) =>

@@ -23,7 +23,7 @@ import { runWhileLeading } from './leader-gate.js';
 export const CONTROLLER_USAGE = `usage: hotload-claim-controller --config <file> [--namespaces <a,b>]
          [--workers <n>] [--resync-seconds <n>] [--port <port>] [--host <host>]
          [--leader-elect] [--lease-namespace <ns>] [--lease-name <name>] [--identity <name>]
-         [--take-over]
+         [--records-namespace <ns>] [--take-over]
 
   --config           reconciler config (the ConfigMap's config.yaml); re-read when it changes
   --namespaces       comma-separated namespaces to watch; default: all
@@ -35,6 +35,9 @@ export const CONTROLLER_USAGE = `usage: hotload-claim-controller --config <file>
   --lease-namespace  namespace of the Lease; default $POD_NAMESPACE or "default"
   --lease-name       name of the Lease; default hotload-claim-reconciler
   --identity         this replica's name in the Lease; default $POD_NAME or the host name
+  --records-namespace  namespace of the ConfigMap hotload-claim-records, the second record of
+                     what each claim owns (a claim gone without its finalizer is still
+                     cleaned up by it); default the --lease-namespace
   --take-over        publish claims another publisher (a folder-mode --out) recorded, from now on`;
 
 const OPTIONS = {
@@ -48,6 +51,7 @@ const OPTIONS = {
   'lease-namespace': { type: 'string', default: process.env.POD_NAMESPACE ?? 'default' },
   'lease-name': { type: 'string', default: 'hotload-claim-reconciler' },
   identity: { type: 'string', default: process.env.POD_NAME ?? hostname() },
+  'records-namespace': { type: 'string' },
   'take-over': { type: 'boolean', default: false },
 } as const;
 
@@ -91,6 +95,7 @@ export async function runControllerCli(argv: string[]): Promise<number> {
     namespaces: options.namespaces,
     workers: options.workers,
     resyncMillis: options.resyncSeconds * 1000,
+    records: { namespace: options.recordsNamespace },
     logger,
   });
   registerControllerMetrics(client, registry, controller, metrics, () => configWatch.current);
@@ -172,6 +177,7 @@ interface ControllerOptions {
   readonly leaseNamespace: string;
   readonly leaseName: string;
   readonly identity: string;
+  readonly recordsNamespace: string;
   readonly takeOver: boolean;
 }
 
@@ -203,6 +209,7 @@ function parseControllerArgs(argv: string[]): ControllerOptions {
     leaseNamespace: values['lease-namespace'],
     leaseName: values['lease-name'],
     identity: values.identity,
+    recordsNamespace: values['records-namespace'] ?? values['lease-namespace'],
     takeOver: values['take-over'],
   };
 }

@@ -90,6 +90,16 @@ export class ControllerLoop<T extends NamedObject> extends EventEmitter {
     return this.#queue.length;
   }
 
+  /** The cached object `key`, or undefined. */
+  get(key: string): T | undefined {
+    return this.#informer.get(key);
+  }
+
+  /** Reconciles `key` soon, whether or not an object of that key is cached. */
+  enqueue(key: string): void {
+    this.#queue.add(key);
+  }
+
   /** Every cached object (read-only). */
   list(): T[] {
     return this.#informer.list();

@@ -12,6 +12,7 @@ import {
   CONTROLLER_SERVICE_ACCOUNT,
   DEPLOY_DIR,
   describeOnControlPlane,
+  nextEvent,
   useKubeTestBed,
 } from 'hotload-test-support';
 import { canLogin, useReconcilerCluster } from 'hotload-test-support/claims';
@@ -19,6 +20,7 @@ import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import type { ClaimController, KeyReconciled } from '../src/claim-controller.js';
+import { DEFAULT_RECORDS_NAME as RECORDS } from '../src/claim-records.js';
 import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../src/claim-resource.js';
 import {
   ALLOW_DELETE,
@@ -219,6 +221,50 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['gone']);
     expect(rows).toHaveLength(0);
     expect(await bed.objects.get(CLAIM_PLURAL, 'shop', 'gone')).toBeUndefined();
+  });
+
+  it("a claim whose finalizer was stripped by hand is still cleaned up by the controller's record", async () => {
+    const controller = await start();
+    await controller.start();
+    await createReadyClaim(bed.objects, 'shop', 'stripped', { deletionPolicy: 'Delete' }, ALLOW_DELETE);
+    const records = await bed.objects.get('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace, RECORDS);
+    expect(Object.keys(records?.data ?? {})).toContain('shop.stripped');
+    const finalized = nextEvent<KeyReconciled>(
+      controller,
+      'reconciled',
+      (r) => r.key === 'shop/stripped' && r.outcome === 'finalized',
+    );
+    // What a hurried operator does: no finalizer, so the object is gone at once.
+    await bed.objects.patch(CLAIM_PLURAL, 'shop', 'stripped', { metadata: { finalizers: null } });
+    await bed.objects.delete(CLAIM_PLURAL, 'shop', 'stripped');
+    expect((await finalized).error).toBeUndefined();
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['stripped']);
+    expect(rows).toHaveLength(0);
+    const after = await bed.objects.get('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace, RECORDS);
+    expect(Object.keys(after?.data ?? {})).not.toContain('shop.stripped');
+  });
+
+  it('a claim deleted while no controller ran is cleaned up by its record when one starts: data kept without the annotation', async () => {
+    await (await start()).start();
+    const created = await createReadyClaim(bed.objects, 'shop', 'vanished', { deletionPolicy: 'Delete' });
+    const data = secretData(await bed.objects.get('secrets', 'shop', 'vanished'));
+    expect(created.object.metadata.finalizers).toContain(CLAIM_FINALIZER);
+    await running?.stop();
+    running = undefined;
+    await bed.objects.patch(CLAIM_PLURAL, 'shop', 'vanished', { metadata: { finalizers: null } });
+    const gone = deletion(bed.objects, CLAIM_PLURAL, 'vanished');
+    await bed.objects.delete(CLAIM_PLURAL, 'shop', 'vanished');
+    await gone;
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'vanished')).toBe(true);
+
+    const next = await start();
+    const finalized = countReconciles(next, 'shop/vanished', 1);
+    await next.start();
+    expect(await finalized).toEqual(['finalized']);
+    // Delete without the allow-delete annotation: the data stays, the logins do not.
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['vanished']);
+    expect(rows).toHaveLength(1);
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 'vanished')).toBe(false);
   });
 
   it('claims wanting the same login users: the rule of folder mode (first by namespace/name, the holder keeps them)', async () => {

@@ -11,6 +11,7 @@ import {
   type ReconcilerConfig,
 } from 'hotload-claim-reconciler';
 import {
+  CONTROLLER_SERVICE_ACCOUNT,
   type EventSource,
   type KubeChange,
   type KubeObject,
@@ -75,6 +76,7 @@ export async function makeController(
     reconciler,
     backoff: { baseMillis: 50, maxMillis: 1000 },
     watchRestartMillis: 50,
+    records: { namespace: CONTROLLER_SERVICE_ACCOUNT.namespace },
     ...controllerOptions,
   });
   const stop = async () => {
