@@ -53,6 +53,9 @@ export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from 
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export {
   backoffDelay,
+  type CredentialWaitCheckout,
+  type CredentialWaitLifecycle,
+  checkoutWithCredentialWait,
   type DrainedEvent,
   ForceClosedError,
   type ForceClosedEvent,
