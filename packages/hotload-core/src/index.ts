@@ -111,5 +111,11 @@ export {
 export { lookupPgpass, type PgpassQuery } from './pgpass.js';
 export { MAX_SOURCE_FILE_BYTES } from './read-file.js';
 export { REDACTED, RedactedError, redactError } from './redact.js';
-export type { ConnectionSource, SourceKind, SourceSnapshot, SourceSpec } from './source.js';
+export type {
+  BuiltInSourceKind,
+  ConnectionSource,
+  SourceKind,
+  SourceSnapshot,
+  SourceSpec,
+} from './source.js';
 export { SourceWatcher, type SourceWatcherEvents } from './source-watcher.js';

@@ -66,8 +66,8 @@ export class GenerationSet implements Iterable<Generation> {
 
   #forward(generation: Generation, event: ForwardedEvent): void {
     generation.pool.on(event, (...args: unknown[]) => {
-      // A socket error that races a closed generation's last goodbye concerns nobody.
-      if (event === 'error' && generation.closed) return;
+      // A socket error that races a drained generation's last goodbye concerns nobody.
+      if (event === 'error' && generation.drained) return;
       this.emit(event, ...args);
     });
   }
