@@ -53,6 +53,9 @@ export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from 
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export {
   backoffDelay,
+  type CredentialWaitCheckout,
+  type CredentialWaitLifecycle,
+  checkoutWithCredentialWait,
   type DrainedEvent,
   ForceClosedError,
   type ForceClosedEvent,
@@ -108,5 +111,11 @@ export {
 export { lookupPgpass, type PgpassQuery } from './pgpass.js';
 export { MAX_SOURCE_FILE_BYTES } from './read-file.js';
 export { REDACTED, RedactedError, redactError } from './redact.js';
-export type { ConnectionSource, SourceKind, SourceSnapshot, SourceSpec } from './source.js';
+export type {
+  BuiltInSourceKind,
+  ConnectionSource,
+  SourceKind,
+  SourceSnapshot,
+  SourceSpec,
+} from './source.js';
 export { SourceWatcher, type SourceWatcherEvents } from './source-watcher.js';

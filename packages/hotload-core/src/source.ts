@@ -1,7 +1,20 @@
 import type { ConnectionConfig } from './config.js';
 
-/** The kinds of connection source hotload-core knows (`static`: a fixed config given in code, e.g. hotload-pg's pg options). */
-export type SourceKind = 'secret-directory' | 'dsn-file' | 'merged-directories' | 'libpq-env' | 'static';
+/** The kinds of connection source hotload-core itself has (`static`: a fixed config given in code, e.g. hotload-pg's pg options). */
+export type BuiltInSourceKind =
+  | 'secret-directory'
+  | 'dsn-file'
+  | 'merged-directories'
+  | 'libpq-env'
+  | 'static';
+
+/**
+ * What kind of source a {@link ConnectionSource} is, for logs and metric labels: one of
+ * the {@link BuiltInSourceKind}s, or a custom source's own name (e.g. `'vault'`), so a
+ * source of your own need not borrow a built-in kind. Editors still suggest the built-in
+ * names (the `string & {}` keeps the union from collapsing to `string`).
+ */
+export type SourceKind = BuiltInSourceKind | (string & {});
 
 /**
  * Something that yields a {@link ConnectionConfig}. Sources are cheap, stateless readers:

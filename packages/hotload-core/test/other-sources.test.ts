@@ -2,12 +2,15 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  ConnectionConfig,
+  type ConnectionSource,
   createSource,
   DsnFileSource,
   LibpqEnvironmentSource,
   lookupPgpass,
   MergedDirectoriesSource,
   SecretDirectorySource,
+  SourceWatcher,
 } from '../src/index.js';
 import { tempDir } from './helpers.js';
 import { sourceError, writeFiles } from './sources.js';
@@ -212,5 +215,26 @@ describe('lookupPgpass', () => {
     expect(lookupPgpass('localhost:*:*:*:sock', { ...q, host: '/var/run/postgresql' })).toBe('sock');
     expect(lookupPgpass('db:5432:app', q)).toBeUndefined();
     expect(lookupPgpass('*:*:*:*:first\n*:*:*:*:second', q)).toBe('first');
+  });
+});
+
+describe('a custom ConnectionSource', () => {
+  it('names its own kind (SourceKind is open) and is watched as any source', async () => {
+    // Compiles only because SourceKind takes a custom name: no built-in kind borrowed.
+    const vault: ConnectionSource = {
+      kind: 'vault',
+      description: 'vault:database/creds/app',
+      watchPaths: [],
+      read: async () =>
+        ConnectionConfig.create({ host: 'db', port: 5432, user: 'app', password: SECRET, database: 'x' }),
+    };
+    expect(createSource(vault)).toBe(vault);
+    const watcher = new SourceWatcher(vault, { watchMode: 'none', resyncIntervalMillis: 0 });
+    try {
+      expect((await watcher.start()).user).toBe('app');
+      expect(watcher.source.kind).toBe('vault');
+    } finally {
+      await watcher.close();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import { GenerationManager, type LifecycleOptions } from 'hotload-core';
+import { checkoutWithCredentialWait, GenerationManager, type LifecycleOptions } from 'hotload-core';
 import type { ClientFactory } from './client-factory.js';
 import type { Generation, GenericPoolOptions } from './generation.js';
 import { GenericPoolDriver } from './generic-pool-driver.js';
@@ -58,28 +58,19 @@ export class HotloadGenericPool<Client> {
    * out there. A connect that failed on a generation replaced meanwhile is retried on the
    * serving one.
    */
-  async acquire(): Promise<Client> {
-    for (;;) {
-      const generation = this.hotload.current ?? (await this.hotload.whenServing());
-      let client: Client;
-      try {
-        client = await generation.acquire();
-      } catch (error) {
-        if (!(error instanceof Error)) throw error;
-        // A refused login or a lost server: the lifecycle may re-read the source or fail over.
-        this.hotload.reportError(generation, error);
-        // A newer generation serves it; a refused login waits (bounded) for the new secret's.
-        await this.hotload.awaitCredentialChange(generation, error);
-        continue;
-      }
-      // A switch while it waited: that generation is retired, take one of the new.
-      if (generation.retired && !this.hotload.closed) {
-        await generation.release(client);
-        continue;
-      }
-      this.#owner.set(client as object, generation);
-      return client;
-    }
+  acquire(): Promise<Client> {
+    return checkoutWithCredentialWait(this.hotload, {
+      checkout: (generation) => generation.acquire(),
+      keep: async (acquired, generation) => {
+        // A switch while it waited: that generation is retired, take one of the new.
+        if (!generation.retired || this.hotload.closed) {
+          this.#owner.set(acquired as object, generation);
+          return true;
+        }
+        await generation.release(acquired);
+        return false;
+      },
+    });
   }
 
   /** Gives a client back; with `error`, it is destroyed instead of reused. */

@@ -1,4 +1,4 @@
-import { GenerationManager, type PgWireModule } from 'hotload-core';
+import { checkoutWithCredentialWait, GenerationManager, type PgWireModule } from 'hotload-core';
 import type { Knex } from 'knex';
 import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
 import { KnexDriver, type PgProbeClient } from './knex-driver.js';
@@ -116,26 +116,20 @@ export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClas
      * retries there. Before the first config it waits, or fails fast with the source's error.
      * The first connection after a switch is the one that verified the new config.
      */
-    override async acquireRawConnection(): Promise<unknown> {
-      for (;;) {
-        const generation = this.hotload.current ?? (await this.hotload.whenServing());
-        let connection: PgRawConnection;
-        try {
-          connection = generation.takeSpare() ?? (await this.openRawConnection(generation));
-        } catch (error) {
-          this.hotload.reportError(generation, error as Error);
-          // A newer generation serves it; a refused login waits (bounded) for the new secret's.
-          await this.hotload.awaitCredentialChange(generation, error as Error);
-          continue;
-        }
-        // A kept spare may have lost its server while it waited (Knex marks it disposed).
-        if ((generation === this.hotload.current || this.hotload.closed) && !connection.__knex__disposed) {
-          generation.add(connection);
-          return connection;
-        }
-        await connection.end().catch(() => {});
-        generation.remove(connection);
-      }
+    override acquireRawConnection(): Promise<unknown> {
+      return checkoutWithCredentialWait(this.hotload, {
+        checkout: (generation) => generation.takeSpare() ?? this.openRawConnection(generation),
+        keep: async (connection, generation) => {
+          // A kept spare may have lost its server while it waited (Knex marks it disposed).
+          if ((generation === this.hotload.current || this.hotload.closed) && !connection.__knex__disposed) {
+            generation.add(connection);
+            return true;
+          }
+          await connection.end().catch(() => {});
+          generation.remove(connection);
+          return false;
+        },
+      });
     }
 
     /** Knex's own raw connection (version check, search_path) with `generation`'s settings. */

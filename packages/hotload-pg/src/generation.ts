@@ -143,8 +143,11 @@ export class Generation {
     return this.#pausedLimit !== undefined && this.#pausedLimit < this.max && !this.#probing;
   }
 
-  /** True once {@link Generation.drain} has finished. */
-  closed = false;
+  /**
+   * True once {@link Generation.drain} has finished: the generation was retired (or
+   * discarded, or its pool ended) and its last client is closed.
+   */
+  drained = false;
 
   /**
    * Checks a client out of this generation; the caller must have checked
@@ -308,7 +311,7 @@ export class Generation {
     // pg-pool's end() resolves once its clients are *asked* to end; a generation is closed
     // when their sockets are, so nothing of it outlives the pool's end().
     if (this.#clients.size > 0) await new Promise<void>((resolve) => (this.#lastRemoved = resolve));
-    this.closed = true;
+    this.drained = true;
     this.hooks.onClosed(this);
   }
 }

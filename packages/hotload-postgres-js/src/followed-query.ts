@@ -1,4 +1,4 @@
-import { isCredentialFailure } from 'hotload-core';
+import { type CredentialWaitLifecycle, checkoutWithCredentialWait, isCredentialFailure } from 'hotload-core';
 import { followStateOf } from './follow-state.js';
 import type { PostgresGeneration } from './postgres-js-driver.js';
 import { asQueryHandle, type QueryHandle } from './postgres-js-internals.js';
@@ -54,21 +54,19 @@ export function followQuery(value: unknown, generation: PostgresGeneration, next
 
 /**
  * Runs `run` on `generation`, and again on the new secret's generation while it fails
- * with a refused login (bounded as in {@link followQuery}), unless `started()` says the
- * user's code already ran (then its failure is the user's).
+ * with a refused login (bounded as in {@link followQuery}: core's
+ * `checkoutWithCredentialWait`), unless `started()` says the user's code already ran (then
+ * its failure is the user's).
  */
-export async function retryRefusedLogin<T>(
+export function retryRefusedLogin<T>(
+  lifecycle: CredentialWaitLifecycle<PostgresGeneration>,
   generation: PostgresGeneration,
-  next: NextGeneration,
   run: (generation: PostgresGeneration) => Promise<T>,
   started: () => boolean,
 ): Promise<T> {
-  for (let on = generation; ; ) {
-    try {
-      return await run(on);
-    } catch (error) {
-      if (!isRefusedLogin(error) || started()) throw error;
-      on = await next(on, error);
-    }
-  }
+  return checkoutWithCredentialWait(lifecycle, {
+    from: generation,
+    checkout: run,
+    retryable: (error) => isRefusedLogin(error) && !started(),
+  });
 }

@@ -78,7 +78,7 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
     };
     return reported(
       generation,
-      retryRefusedLogin(generation, next, run, () => started),
+      retryRefusedLogin(manager, generation, run, () => started),
     );
   };
   const end = async (): Promise<void> => manager.close();

@@ -15,8 +15,32 @@ export interface PostgresGeneration {
   readonly id: number;
   /** The generation's `postgres()` instance, built with the config's connection fields on one host. */
   readonly sql: postgres.Sql;
-  /** Set once its drain (`sql.end({ timeout })`) started. */
-  ending: Promise<void> | undefined;
+  /**
+   * True once it stopped serving: its drain (`sql.end({ timeout })`) started, or, as a
+   * candidate never promoted, it was discarded. The same name as the other drivers' for
+   * this state.
+   */
+  readonly retired: boolean;
+  /**
+   * Its drain (`sql.end({ timeout })`) once started, else undefined.
+   *
+   * @deprecated Read {@link PostgresGeneration.retired} for whether it still serves; the
+   * drain is the lifecycle's (`hotload.close()` waits for it). Kept for programs that read it.
+   */
+  readonly ending: Promise<void> | undefined;
+}
+
+/** The drain of each generation once started (`sql.end(...)`, once). */
+const drains = new WeakMap<PostgresGeneration, Promise<void>>();
+
+/** Starts `generation`'s `sql.end({ timeout })` once; later calls return the same promise. */
+function endOnce(generation: PostgresGeneration, timeoutSeconds: number): Promise<void> {
+  let drain = drains.get(generation);
+  if (drain === undefined) {
+    drain = generation.sql.end({ timeout: timeoutSeconds });
+    drains.set(generation, drain);
+  }
+  return drain;
 }
 
 /**
@@ -47,7 +71,17 @@ export class PostgresJsDriver
   build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
     const sql = postgres(toPostgresOptions(this.options, config, host));
     carryTypeHandlers(this.#serving?.sql, sql);
-    return { id, sql, ending: undefined };
+    const generation: PostgresGeneration = {
+      id,
+      sql,
+      get retired() {
+        return drains.has(generation);
+      },
+      get ending() {
+        return drains.get(generation);
+      },
+    };
+    return generation;
   }
 
   /** Verifies `candidate` on one reserved connection (`sql.reserve()`), released afterwards. */
@@ -70,8 +104,7 @@ export class PostgresJsDriver
    * postgres.js's seconds), once: a second call returns the same promise.
    */
   drain(generation: PostgresGeneration): Promise<void> {
-    generation.ending ??= generation.sql.end({ timeout: this.drainTimeoutMillis / 1000 });
-    return generation.ending;
+    return endOnce(generation, this.drainTimeoutMillis / 1000);
   }
 
   /** The generation itself: postgres.js does not expose its connections, so it stands for them. */
@@ -93,8 +126,7 @@ export class PostgresJsDriver
 
   /** Ends a candidate never promoted at once (`sql.end({ timeout: 0 })`). */
   async discard(candidate: PostgresGeneration): Promise<void> {
-    candidate.ending ??= candidate.sql.end({ timeout: 0 });
-    await candidate.ending;
+    await endOnce(candidate, 0);
   }
 
   /** postgres.js keeps its connection count to itself. */

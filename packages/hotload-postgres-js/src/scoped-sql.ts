@@ -29,8 +29,7 @@ export function scopedSql<S extends object>(sql: S, generation: PostgresGenerati
         return () => {
           (value as () => void).call(target);
           // Given back while its generation drains: close it now, not at the deadline.
-          if (generation.ending !== undefined)
-            endReleasedConnection(target as unknown as postgres.ReservedSql);
+          if (generation.retired) endReleasedConnection(target as unknown as postgres.ReservedSql);
         };
       }
       if (property === 'savepoint') {

@@ -1,5 +1,10 @@
 /** The generation lifecycle: one manager, small driver interface (see `GenerationManager`). */
 export { backoffDelay } from './backoff.js';
+export {
+  type CredentialWaitCheckout,
+  type CredentialWaitLifecycle,
+  checkoutWithCredentialWait,
+} from './checkout-with-credential-wait.js';
 export { isCredentialFailure } from './credential-failure.js';
 export type { GenerationDriver, VerifySession } from './driver.js';
 export type {

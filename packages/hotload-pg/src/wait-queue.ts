@@ -1,31 +1,6 @@
 import type pg from 'pg';
-import type { CheckoutCallback } from './generation.js';
-
-/**
- * A checkout the pool itself holds: waiting for capacity or for the first config, or
- * handed to a generation from the queue. Its `connectionTimeoutMillis` timer runs from
- * the checkout call until it is answered (as pg-pool's queue timer does), wherever it is.
- */
-export interface Waiter {
-  readonly callback: CheckoutCallback;
-  timer: NodeJS.Timeout | undefined;
-  /** In the queue (so answering it must take it out). */
-  queued: boolean;
-  /** Answered (served, failed or timed out): a late client goes straight back. */
-  settled: boolean;
-  /**
-   * Asked while there was no generation yet and within `max`: pg.Pool would be opening a
-   * connection for it, so its timeout is pg's connection timeout, not the queue's. Once a
-   * generation connects for it, that generation's pg-pool times the connection (as pg.Pool
-   * would: its error, its `cause`, the client dropped before the callback) and this
-   * waiter's own timer only marks it {@link Waiter.expired}.
-   */
-  readonly connecting: boolean;
-  /** A connecting waiter's time ran out while a generation was connecting for it: never queue it again. */
-  expired: boolean;
-  /** Waiting (bounded by `credentialWaitMillis`) for the new secret after a refused login. */
-  awaitingCredentials: boolean;
-}
+import type { CheckoutCallback, Generation } from './generation.js';
+import type { Waiter } from './waiter.js';
 
 /** The release function a checkout callback receives. */
 type PgRelease = (err?: Error | boolean) => void;
@@ -41,9 +16,9 @@ const noop = (): void => {};
  * The hotload pool's own wait queue, first come first served (pg-pool's `_pendingQueue`
  * plays this part in pg.Pool): checkouts wait here, never inside a generation, so the ones
  * waiting when the config changes are served by the new generation. Each waiter is
- * answered exactly once, by {@link CheckoutQueue.settle}: served, failed or timed out.
+ * answered exactly once, by {@link WaitQueue.settle}: served, failed or timed out.
  */
-export class CheckoutQueue {
+export class WaitQueue {
   readonly #waiters: Waiter[] = [];
 
   /** @param timeoutMillis pg's `connectionTimeoutMillis` (0 or undefined: no limit) */
@@ -60,23 +35,15 @@ export class CheckoutQueue {
 
   /** A new waiter for `callback`, its `connectionTimeoutMillis` clock started; not queued yet. */
   create(callback: CheckoutCallback, connecting = false): Waiter {
-    const waiter: Waiter = {
-      callback,
-      connecting,
-      queued: false,
-      timer: undefined,
-      settled: false,
-      awaitingCredentials: false,
-      expired: false,
-    };
+    const waiter: Waiter = { callback, connecting, state: 'held', timer: undefined };
     if (this.timeoutMillis) {
       const message = connecting ? CONNECTION_TIMEOUT_MESSAGE : CONNECT_TIMEOUT_MESSAGE;
       // pg-pool calls a timed-out queued checkout back with the error alone, a failed
       // connection with (err, undefined, noop).
       const arity = connecting ? 3 : 1;
       waiter.timer = setTimeout(() => {
-        // Not queued and not answered: handed to a generation, whose pg-pool answers it.
-        if (connecting && !waiter.queued) waiter.expired = true;
+        // Handed to a generation, whose pg-pool answers it (see Waiter.connecting).
+        if (connecting && waiter.state !== 'queued') waiter.state = 'expired';
         else this.settle(waiter, new Error(message), undefined, noop, arity);
       }, this.timeoutMillis);
       waiter.timer.unref();
@@ -86,16 +53,52 @@ export class CheckoutQueue {
 
   /** Queues `waiter` at the end, or at the head (`first`) when it has waited already. */
   add(waiter: Waiter, first = false): void {
-    waiter.queued = true;
+    waiter.state = 'queued';
     if (first) this.#waiters.unshift(waiter);
     else this.#waiters.push(waiter);
   }
 
-  /** Takes the first waiter out of the queue (to be served). */
+  /** Takes the first waiter out of the queue, handed out (to be served). */
   shift(): Waiter | undefined {
     const waiter = this.#waiters.shift();
-    if (waiter !== undefined) waiter.queued = false;
+    if (waiter !== undefined) waiter.state = 'handedOut';
     return waiter;
+  }
+
+  /**
+   * Hands waiting checkouts to `generation` while it has room, first come first served.
+   * The waiter goes along as the checkout's context: a failed connect may queue it again
+   * (see `ConnectFailureRequeue`), its timer running.
+   */
+  serve(generation: Generation): void {
+    while (this.#waiters.length > 0 && generation.hasCapacity()) {
+      const waiter = this.shift()!;
+      try {
+        generation.checkout(
+          (err, client, release) => this.settle(waiter, err, client, release),
+          false,
+          waiter,
+        );
+      } catch (error) {
+        // pg-pool throws out of connect() when its Client cannot be built (an option pg's
+        // Client refuses, such as pg 8.23's `sslnegotiation: 'direct'` without TLS). pg.Pool
+        // throws that to the caller; this checkout's caller has returned already (it waited
+        // for the first config), so it gets the error through its callback or promise.
+        // A throw of the caller's own callback (settled already) goes on up, as before.
+        if (waiter.state === 'settled') throw error;
+        this.settle(waiter, error as Error);
+      }
+    }
+  }
+
+  /**
+   * Waiters pg.Pool would count as connecting rather than waiting: before the first
+   * config (no `serving` generation), up to `max` of them (it would be connecting a client
+   * for each already, and counts them in `totalCount`, not `waitingCount`).
+   */
+  connectingFirst(serving: Generation | undefined, max: number): number {
+    if (serving !== undefined || this.#waiters.length === 0) return 0;
+    return Math.min(this.#waiters.length, max);
   }
 
   /**
@@ -109,16 +112,14 @@ export class CheckoutQueue {
     release: PgRelease = noop,
     arity = 3,
   ): void {
-    if (waiter.settled) {
+    if (waiter.state === 'settled') {
       if (client !== undefined) release(); // answered already (timed out): give it back
       return;
     }
-    waiter.settled = true;
+    const wasQueued = waiter.state === 'queued';
+    waiter.state = 'settled';
     clearTimeout(waiter.timer);
-    if (waiter.queued) {
-      waiter.queued = false;
-      this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
-    }
+    if (wasQueued) this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
     if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
     else waiter.callback(err, client, release);
   }
@@ -126,7 +127,7 @@ export class CheckoutQueue {
   /** Fails every queued waiter with `error`, on the next tick (as pg-pool does). */
   failAll(error: Error): void {
     for (const waiter of this.#waiters.splice(0)) {
-      waiter.queued = false;
+      waiter.state = 'held';
       process.nextTick(() => this.settle(waiter, error));
     }
   }
