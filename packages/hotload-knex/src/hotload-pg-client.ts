@@ -3,9 +3,10 @@ import type { Knex } from 'knex';
 import ClientPgModule from 'knex/lib/dialects/postgres/index.js';
 import { KnexDriver, type PgProbeClient } from './knex-driver.js';
 import type { KnexGeneration } from './knex-generation.js';
+import { generationOf } from './knex-generation.js';
 import { openObservingClient } from './knex-pg-internals.js';
 import { type HotloadKnexOptions, rejectRenamedOptions } from './options.js';
-import { generationOf, type PgRawConnection } from './pg-raw-connection.js';
+import type { PgRawConnection } from './pg-raw-connection.js';
 import { destroyIdleResources } from './tarn-idle-eviction.js';
 
 // Typed as the base Knex client, which is what Knex's PostgreSQL client class looks like

@@ -8,9 +8,8 @@ import {
   toPgClientSettings,
   type VerifySession,
 } from 'hotload-core';
-import { KnexGeneration } from './knex-generation.js';
+import { generationOf, KnexGeneration } from './knex-generation.js';
 import type { PgRawConnection } from './pg-raw-connection.js';
-import { generationOf } from './pg-raw-connection.js';
 import { destroyIdleResources, idleTimeoutOf } from './tarn-idle-eviction.js';
 
 /** The verify connection the `prepare` hook gets: a `pg.Client` (typed by what it offers, so pg's types are not required). */

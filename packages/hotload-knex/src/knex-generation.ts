@@ -71,3 +71,8 @@ export class KnexGeneration {
     return this.#drained;
   }
 }
+
+/** The generation a raw connection belongs to (`undefined` if hotload never tracked it). */
+export function generationOf(connection: unknown): KnexGeneration | undefined {
+  return (connection as PgRawConnection).__hotloadGeneration as KnexGeneration | undefined;
+}

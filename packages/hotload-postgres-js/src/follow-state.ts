@@ -1,5 +1,4 @@
 import type { ForceClosedError } from 'hotload-core';
-import type { PostgresGeneration } from './postgres-js-driver.js';
 import type { QueryHandle } from './postgres-js-internals.js';
 
 /** What hotload follows of one generation's queries (kept off the public `PostgresGeneration`). */
@@ -10,10 +9,12 @@ export interface FollowState {
   forceClosed: ForceClosedError | undefined;
 }
 
-const states = new WeakMap<PostgresGeneration, FollowState>();
+// Keyed by the generation object (a `PostgresGeneration`), typed loosely so that the driver
+// module and this one do not import each other.
+const states = new WeakMap<object, FollowState>();
 
 /** The follow state of `generation`, created on first use (gone with the generation). */
-export function followStateOf(generation: PostgresGeneration): FollowState {
+export function followStateOf(generation: object): FollowState {
   let state = states.get(generation);
   if (state === undefined) {
     state = { running: new Set(), forceClosed: undefined };
