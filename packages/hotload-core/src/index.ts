@@ -53,6 +53,7 @@ export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from 
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export {
   backoffDelay,
+  CREDENTIAL_FAILURE_CODES,
   type CredentialWaitCheckout,
   type CredentialWaitLifecycle,
   checkoutWithCredentialWait,

@@ -37,6 +37,7 @@
  *   them there (a migration from such a source would start in claim-migration.ts).
  */
 
+import { CREDENTIAL_FAILURE_CODES } from 'hotload-core';
 import { cleanUpBindings } from './binding-cleanup.js';
 import type { ClaimContext } from './claim-context.js';
 import { reconcileMigration } from './claim-migration.js';
@@ -112,9 +113,6 @@ export interface PlanInput {
   /** Rotate whatever the password's age (`--rotate`). */
   readonly forceRotation: boolean;
 }
-
-/** SQLSTATEs of a login refused for its credentials (invalid password / authorization). */
-const CREDENTIAL_REJECTIONS = new Set(['28P01', '28000']);
 
 /** Whether the published secret names one of the claim's users at the claim's database. */
 export function pointsAt(
@@ -469,8 +467,9 @@ export function claimLockName(userName: string): string {
   return `claim-users:${userName}`;
 }
 
+/** A login refused for its credentials (hotload-core's one list of those SQLSTATEs). */
 function isCredentialRejection(code: string | undefined): boolean {
-  return code !== undefined && CREDENTIAL_REJECTIONS.has(code);
+  return code !== undefined && CREDENTIAL_FAILURE_CODES.includes(code);
 }
 
 function sameDatabaseLocation(a: Binding, b: Binding): boolean {

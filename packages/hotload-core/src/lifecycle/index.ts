@@ -5,7 +5,7 @@ export {
   type CredentialWaitLifecycle,
   checkoutWithCredentialWait,
 } from './checkout-with-credential-wait.js';
-export { isCredentialFailure } from './credential-failure.js';
+export { CREDENTIAL_FAILURE_CODES, isCredentialFailure } from './credential-failure.js';
 export type { GenerationDriver, VerifySession } from './driver.js';
 export type {
   DrainedEvent,
