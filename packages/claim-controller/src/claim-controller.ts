@@ -43,6 +43,7 @@ import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
 import { KubeStatusStore } from './kube-status-store.js';
 import { resourceKey } from './resource-informer.js';
+import { SecretCache } from './secret-cache.js';
 import type { BackoffSettings, WorkOutcome } from './work-queue.js';
 
 /** Options of {@link ClaimController}. */
@@ -71,6 +72,11 @@ export interface ClaimControllerOptions {
    * still cleaned up by its policy. Absent: no records (only the finalizer).
    */
   readonly records?: ClaimRecordsLocation;
+  /**
+   * Read the claims' Secrets from an informer cache (`secret-cache.ts`) instead of a GET per
+   * reconcile; default true. Needs `list` and `watch` on Secrets.
+   */
+  readonly cacheSecrets?: boolean;
 }
 
 /** What one reconcile of a key did (emitted as `reconciled`, for tests and metrics). */
@@ -97,6 +103,7 @@ export class ClaimController extends EventEmitter {
   readonly #loop: ControllerLoop<ClaimResource>;
   readonly #events: ClaimEventRecorder;
   readonly #records: ClaimRecords | undefined;
+  readonly #secrets: SecretCache | undefined;
   readonly #started = new Map<string, number>();
 
   constructor(options: ClaimControllerOptions) {
@@ -120,12 +127,17 @@ export class ClaimController extends EventEmitter {
       this.emit('watch-error', message);
     });
     this.#records = options.records && new ClaimRecords(options.clients, options.records);
+    this.#secrets =
+      options.cacheSecrets === false
+        ? undefined
+        : new SecretCache(options.clients, options.namespaces, options.watchRestartMillis);
     this.#events = new ClaimEventRecorder(options.clients, (message) => options.logger?.warn({}, message));
   }
 
   /** Lists and watches claims and starts the workers; resolves once the first list is in. */
   async start(): Promise<void> {
     await this.#records?.load();
+    await this.#secrets?.start();
     await this.#loop.start();
     // Claims recorded but gone (deleted while no controller ran, or without the finalizer):
     // each is cleaned up by its record, in the queue like any claim.
@@ -141,6 +153,7 @@ export class ClaimController extends EventEmitter {
   /** Stops watching, lets reconciles in process finish. */
   async stop(): Promise<void> {
     await this.#loop.stop();
+    await this.#secrets?.stop();
   }
 
   /** Whether the informer has listed (for `/readyz`). */
@@ -201,7 +214,12 @@ export class ClaimController extends EventEmitter {
       return this.#finalize(key, ref, identity, resource, generation);
     }
     if (parsed.error !== undefined) {
-      await this.#writeStatus(ref, {}, { result: { invalid: parsed.error }, generation, published: false });
+      await this.#writeStatus(
+        ref,
+        {},
+        { result: { invalid: parsed.error }, generation, published: false },
+        resource,
+      );
       await this.#event(ref, { type: 'Warning', reason: 'InvalidSpec', message: parsed.error });
       return this.#done({ key, outcome: 'invalid', error: parsed.error });
     }
@@ -215,7 +233,12 @@ export class ClaimController extends EventEmitter {
     const state =
       recorded?.kind === 'written' ? recorded.status : stateFromStatus(resource, key, claim.secretName);
     const published = (state?.activeUser ?? null) !== null;
-    await this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published });
+    await this.#writeStatus(
+      ref,
+      recorded ? statusFields(state) : {},
+      { result, generation, published },
+      resource,
+    );
     const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
     if (record) await this.#records?.put(key, record);
     const { outcome, error } = result;
@@ -327,7 +350,12 @@ export class ClaimController extends EventEmitter {
     const owner = { namespace: claim.namespace, name: resource.metadata.name, uid: resource.metadata.uid };
     const ports: ClaimPorts = {
       secretFor: (namespace, secretName) =>
-        new KubeSecretSink(this.#options.clients, { ...owner, namespace, secretName }, this.#options.now),
+        new KubeSecretSink(
+          this.#options.clients,
+          { ...owner, namespace, secretName },
+          this.#options.now,
+          this.#secrets,
+        ),
       statuses: store,
       publisherId: async () => this.#options.reconciler.publisherId ?? DEFAULT_PUBLISHER_ID,
       // Only the few claims naming the same user are parsed (a full parse of every claim on
@@ -347,9 +375,10 @@ export class ClaimController extends EventEmitter {
     ref: ClaimRef,
     fields: Parameters<typeof writeClaimStatus>[2],
     input: Omit<ConditionInput, 'now'>,
+    cached?: ClaimResource,
   ) {
     const now = this.#options.now?.() ?? new Date();
-    await writeClaimStatus(this.#options.clients, ref, fields, { ...input, now });
+    await writeClaimStatus(this.#options.clients, ref, fields, { ...input, now }, cached);
   }
 
   async #event(ref: ClaimRef, event: ClaimEvent): Promise<void> {

@@ -14,6 +14,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Binding, ClaimStatus } from 'hotload-claim-reconciler';
 import { isConflict, isNotFound, type KubeClients } from './kube-clients.js';
+import { MANAGED_BY_LABEL } from './managed-by.js';
 
 /** What the controller keeps of one claim. */
 export interface ClaimRecord {
@@ -126,7 +127,7 @@ export class ClaimRecords {
       metadata: {
         name: this.#name,
         namespace: this.#namespace,
-        labels: { 'app.kubernetes.io/managed-by': 'hotload-claim-reconciler' },
+        labels: { ...MANAGED_BY_LABEL },
         ...(this.#resourceVersion === undefined ? {} : { resourceVersion: this.#resourceVersion }),
       },
       data: Object.fromEntries([...records].map(([key, record]) => [field(key), JSON.stringify(record)])),

@@ -51,24 +51,26 @@ export function stateFromStatus(
 
 /**
  * Writes `fields` + conditions on the claim's status. Resolves false when the claim is gone
- * or is now another object (same name, other uid): nothing to write then.
+ * or is now another object (same name, other uid): nothing to write then. With `cached`
+ * (the informer's copy of the claim) a status that would not change it is not even read
+ * from the API: a resync of unchanged claims costs no request here.
  */
 export async function writeClaimStatus(
   clients: KubeClients,
   ref: ClaimRef,
   fields: ClaimResourceStatus,
   conditions: ConditionInput,
+  cached?: ClaimResource,
 ): Promise<boolean> {
+  if (
+    cached?.metadata.uid === ref.uid &&
+    isDeepStrictEqual(nextStatus(cached, fields, conditions), cached.status)
+  )
+    return true;
   return retryOnConflict(async () => {
     const current = await readClaim(clients, ref);
     if (!current) return false;
-    // The generation that was reconciled, not the current one: a newer spec is still to do.
-    const status: ClaimResourceStatus = {
-      ...current.status,
-      ...fields,
-      observedGeneration: conditions.generation,
-      conditions: nextConditions(current.status?.conditions, conditions),
-    };
+    const status = nextStatus(current, fields, conditions);
     if (isDeepStrictEqual(status, current.status)) return true;
     await clients.custom.replaceNamespacedCustomObjectStatus({
       ...claimPath(ref),
@@ -76,4 +78,19 @@ export async function writeClaimStatus(
     });
     return true;
   });
+}
+
+/** The status `claim` gets from `fields` and `conditions`. */
+function nextStatus(
+  claim: ClaimResource,
+  fields: ClaimResourceStatus,
+  conditions: ConditionInput,
+): ClaimResourceStatus {
+  // The generation that was reconciled, not the current one: a newer spec is still to do.
+  return {
+    ...claim.status,
+    ...fields,
+    observedGeneration: conditions.generation,
+    conditions: nextConditions(claim.status?.conditions, conditions),
+  };
 }

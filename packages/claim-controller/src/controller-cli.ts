@@ -23,7 +23,7 @@ import { runWhileLeading } from './leader-gate.js';
 export const CONTROLLER_USAGE = `usage: hotload-claim-controller --config <file> [--namespaces <a,b>]
          [--workers <n>] [--resync-seconds <n>] [--port <port>] [--host <host>]
          [--leader-elect] [--lease-namespace <ns>] [--lease-name <name>] [--identity <name>]
-         [--records-namespace <ns>] [--take-over]
+         [--records-namespace <ns>] [--no-secret-cache] [--take-over]
 
   --config           reconciler config (the ConfigMap's config.yaml); re-read when it changes
   --namespaces       comma-separated namespaces to watch; default: all
@@ -38,6 +38,8 @@ export const CONTROLLER_USAGE = `usage: hotload-claim-controller --config <file>
   --records-namespace  namespace of the ConfigMap hotload-claim-records, the second record of
                      what each claim owns (a claim gone without its finalizer is still
                      cleaned up by it); default the --lease-namespace
+  --no-secret-cache  read each claim's Secret with a GET per reconcile instead of from a
+                     label-selected informer cache (then RBAC needs no list/watch on Secrets)
   --take-over        publish claims another publisher (a folder-mode --out) recorded, from now on`;
 
 const OPTIONS = {
@@ -52,6 +54,7 @@ const OPTIONS = {
   'lease-name': { type: 'string', default: 'hotload-claim-reconciler' },
   identity: { type: 'string', default: process.env.POD_NAME ?? hostname() },
   'records-namespace': { type: 'string' },
+  'no-secret-cache': { type: 'boolean', default: false },
   'take-over': { type: 'boolean', default: false },
 } as const;
 
@@ -96,6 +99,7 @@ export async function runControllerCli(argv: string[]): Promise<number> {
     workers: options.workers,
     resyncMillis: options.resyncSeconds * 1000,
     records: { namespace: options.recordsNamespace },
+    cacheSecrets: options.secretCache,
     logger,
   });
   registerControllerMetrics(client, registry, controller, metrics, () => configWatch.current);
@@ -178,6 +182,7 @@ interface ControllerOptions {
   readonly leaseName: string;
   readonly identity: string;
   readonly recordsNamespace: string;
+  readonly secretCache: boolean;
   readonly takeOver: boolean;
 }
 
@@ -210,6 +215,7 @@ function parseControllerArgs(argv: string[]): ControllerOptions {
     leaseName: values['lease-name'],
     identity: values.identity,
     recordsNamespace: values['records-namespace'] ?? values['lease-namespace'],
+    secretCache: !values['no-secret-cache'],
     takeOver: values['take-over'],
   };
 }

@@ -16,8 +16,10 @@ import {
 import { CLAIM_GROUP, CLAIM_VERSION } from './claim-resource.js';
 import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 
-/** Label on every Secret the controller writes. */
-export const MANAGED_BY_LABEL = { 'app.kubernetes.io/managed-by': 'hotload-claim-reconciler' } as const;
+import { MANAGED_BY_LABEL } from './managed-by.js';
+import type { SecretCache } from './secret-cache.js';
+
+export { MANAGED_BY_LABEL };
 
 /** The claim a Secret belongs to. */
 export interface SecretOwner {
@@ -44,7 +46,16 @@ export class KubeSecretSink implements SecretSink {
   /** What this sink last read or wrote (`secret: undefined`: there is none); unset: unread. */
   #known: { readonly secret: V1Secret | undefined } | undefined;
 
-  constructor(clients: KubeClients, owner: SecretOwner, now: () => Date = () => new Date()) {
+  /**
+   * @param cache - the controller's Secret cache: reads come from it when it can be
+   *   trusted, and writes are told to it
+   */
+  constructor(
+    clients: KubeClients,
+    owner: SecretOwner,
+    now: () => Date = () => new Date(),
+    private readonly cache?: SecretCache,
+  ) {
     this.#clients = clients;
     this.#owner = owner;
     this.#now = now;
@@ -98,16 +109,17 @@ export class KubeSecretSink implements SecretSink {
     await onStep?.('publish-secret:write');
     let attempt = 0;
     return retryOnConflict(async () => {
-      // The first attempt trusts what this reconcile read; a retry (409) reads again.
-      if (attempt++ > 0) this.#known = undefined;
-      const current = await this.#get();
+      // The first attempt trusts what this reconcile read; a retry (409) reads the API again.
+      const fresh = attempt++ > 0;
+      if (fresh) this.#known = undefined;
+      const current = await this.#get(fresh);
       if (!current) {
-        this.#known = {
-          secret: await this.#clients.core.createNamespacedSecret({
+        this.#remember(
+          await this.#clients.core.createNamespacedSecret({
             namespace: this.#owner.namespace,
             body: this.#desired(files),
           }),
-        };
+        );
         return true;
       }
       if (!this.#owns(current))
@@ -132,13 +144,13 @@ export class KubeSecretSink implements SecretSink {
       };
       delete body.stringData;
       // Updated in place (same object): the kubelet swaps the mounted files atomically.
-      this.#known = {
-        secret: await this.#clients.core.replaceNamespacedSecret({
+      this.#remember(
+        await this.#clients.core.replaceNamespacedSecret({
           name: this.#owner.secretName,
           namespace: this.#owner.namespace,
           body,
         }),
-      };
+      );
       return true;
     });
   }
@@ -171,7 +183,7 @@ export class KubeSecretSink implements SecretSink {
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
-    this.#known = { secret: undefined };
+    this.#remember(undefined);
   }
 
   async #ownData(): Promise<Record<string, string> | undefined> {
@@ -183,8 +195,13 @@ export class KubeSecretSink implements SecretSink {
    * The Secret as this sink last read or wrote it. A sink serves one reconcile, which reads
    * the Secret up to three times (read, differs, publish): one GET answers them all.
    */
-  async #get(): Promise<V1Secret | undefined> {
+  async #get(fresh = false): Promise<V1Secret | undefined> {
     if (this.#known !== undefined) return this.#known.secret;
+    const cached = fresh ? undefined : this.cache?.get(this.#owner.namespace, this.#owner.secretName);
+    if (cached) {
+      this.#known = { secret: cached };
+      return cached;
+    }
     let secret: V1Secret | undefined;
     try {
       secret = await this.#clients.core.readNamespacedSecret({
@@ -196,6 +213,12 @@ export class KubeSecretSink implements SecretSink {
     }
     this.#known = { secret };
     return secret;
+  }
+
+  /** What this sink just wrote (or deleted): its next reads, and the cache's trust. */
+  #remember(secret: V1Secret | undefined): void {
+    this.#known = { secret };
+    this.cache?.wrote(this.#owner.namespace, this.#owner.secretName, secret);
   }
 
   #owns(secret: V1Secret): boolean {

@@ -17,16 +17,27 @@ import {
 } from '@kubernetes/client-node';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 
-/** The resource an informer watches: a custom resource's API coordinates. */
+/** The resource an informer watches: its API coordinates. */
 export interface ResourceDescription {
   /** `kind`, for messages (e.g. `DatabaseClaim`). */
   readonly kind: string;
-  /** API group (e.g. `persistance.atlas.infoblox.com`). */
+  /** API group (e.g. `persistance.atlas.infoblox.com`); `''` for the core group (`/api/v1`). */
   readonly group: string;
   /** API version (e.g. `v1`). */
   readonly version: string;
   /** Plural resource name in the API path (e.g. `databaseclaims`). */
   readonly plural: string;
+  /** Only objects with these labels (`key=value,...`). */
+  readonly labelSelector?: string;
+  /**
+   * Lists the objects (in `namespace`, or in all): needed for a core resource; a custom
+   * resource is listed through the custom objects API when absent.
+   */
+  readonly list?: (
+    clients: KubeClients,
+    namespace: string | undefined,
+    labelSelector: string | undefined,
+  ) => Promise<KubernetesListObject<KubernetesObject>>;
 }
 
 /** What an informer needs of an object: where it is. */
@@ -111,18 +122,23 @@ export class ResourceInformer<T extends NamedObject> extends EventEmitter {
   }
 
   #makeInformer(clients: KubeClients, namespace: string | undefined) {
-    const { kind, group, version, plural } = this.#resource;
-    const base = `/apis/${group}/${version}`;
+    const { kind, group, version, plural, labelSelector } = this.#resource;
+    const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
     const path = namespace
       ? `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}`
       : `${base}/${plural}`;
-    const request = { group, version, plural };
+    const request = { group, version, plural, ...(labelSelector ? { labelSelector } : {}) };
     // Custom objects come back as plain JSON lists.
-    const list = async () =>
-      (namespace
-        ? await clients.custom.listNamespacedCustomObject({ ...request, namespace })
-        : await clients.custom.listClusterCustomObject(request)) as KubernetesListObject<KubernetesObject>;
-    const informer = makeInformer<KubernetesObject>(clients.config, path, list);
+    const list =
+      this.#resource.list !== undefined
+        ? () => this.#resource.list!(clients, namespace, labelSelector)
+        : async () =>
+            (namespace
+              ? await clients.custom.listNamespacedCustomObject({ ...request, namespace })
+              : await clients.custom.listClusterCustomObject(
+                  request,
+                )) as KubernetesListObject<KubernetesObject>;
+    const informer = makeInformer<KubernetesObject>(clients.config, path, list, labelSelector);
     const handle = (resource: KubernetesObject) => this.#onKey(resourceKey(resource.metadata ?? {}));
     informer.on('add', (resource) => {
       this.#seen.set(resourceKey(resource.metadata ?? {}), specSignature(resource));

@@ -200,6 +200,9 @@ describeOnControlPlane('deploy/ on a real API server', () => {
 
       // A controller process of its own on two shared cores: waits as long as a busy CI's.
       await createReadyClaim(bed.objects, 'apps', 'web', {}, undefined, PROCESS_WAIT);
+      // Ready is written before the reconcile ends (records, Events): its log line is the
+      // end, logged after the reconcile counters moved.
+      await logged((line) => line.msg === 'claim apps/web: created');
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       expect((await fetch(`${base}/readyz`)).status).toBe(200);
       const metrics = await (await fetch(`${base}/metrics`)).text();

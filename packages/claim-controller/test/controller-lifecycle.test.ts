@@ -325,6 +325,11 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
           e.user.username.startsWith('system:serviceaccount:') && !['get', 'list', 'watch'].includes(e.verb),
       );
     expect(writes.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
+    // Nor reads: the claims and their Secrets come from the informers' caches.
+    const reads = (await bed.plane.settledAuditEntries())
+      .slice(before)
+      .filter((e) => e.user.username.startsWith('system:serviceaccount:') && e.verb === 'get');
+    expect(reads.map((e) => `${e.verb} ${e.requestURI}`)).toEqual([]);
   });
 
   it('a plain kubectl delete of a Delete-policy claim keeps the data: database kept, logins disabled, a DataKept event', async () => {
