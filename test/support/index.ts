@@ -69,6 +69,7 @@ export { locatePostgresBinaries, type PostgresBinaries, unprivilegedUser } from 
 export {
   CLUSTER_DIR_PREFIX,
   type ClusterOptions,
+  type ClusterTls,
   type ConnectionConfig,
   freePort,
   LOGICAL_REPLICATION_SETTINGS,
@@ -77,4 +78,5 @@ export {
 } from './postgres-cluster.js';
 export { RereadHookSource } from './reread-hook-source.js';
 export { findLeaks, leakForms, renderings } from './secret-scan.js';
+export { createTestCa, type IssueOptions, TestCa, type TestCertificate, writeTlsFiles } from './test-ca.js';
 export { WorkerLoad } from './worker-load.js';
