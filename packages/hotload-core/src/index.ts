@@ -33,6 +33,7 @@ export {
   publishDiagnostic,
 } from './diagnostics/channels.js';
 export {
+  CERT_MANAGER_FILES,
   DSN_KEYS,
   KEY_FILE_ALIASES,
   MergedDirectoriesSource,
@@ -75,6 +76,8 @@ export {
   resolveLifecycleOptions,
   type SourceErrorEvent,
   type SwitchEvent,
+  type TlsCheck,
+  TlsVerifyError,
   type VerifyFailedEvent,
   type VerifySession,
 } from './lifecycle/index.js';

@@ -17,6 +17,7 @@ import { instrumentLifecycle } from './lifecycle-metrics.js';
 import type { ObservableLifecycle } from './observable.js';
 import { type LifecycleOptions, type ResolvedLifecycleOptions, resolveLifecycleOptions } from './options.js';
 import { SwitchAttempt } from './switch-attempt.js';
+import { describeTlsFailure } from './tls-verify-error.js';
 import { verifyCandidate } from './verify-candidate.js';
 
 /** A generation as the manager keeps it: the driver's handle plus what it was built from. */
@@ -401,7 +402,7 @@ export class GenerationManager<Generation, Client, Connection = Client>
         });
         if (!attempt.cancelled) return candidate;
       } catch (error) {
-        failed = { host, id: candidate?.id ?? 0, error };
+        failed = { host, id: candidate?.id ?? 0, error: describeTlsFailure(config, host, error) };
       } finally {
         verify.dispose();
       }
