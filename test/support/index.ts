@@ -16,6 +16,7 @@ export {
   setPassword,
 } from './app-database.js';
 export { type AppDatabaseSuite, type RotatingDriver, useAppDatabases } from './app-database-suite.js';
+export { type SrvAnswer, TestDnsServer } from './dns-server.js';
 export { FakeKubelet } from './fake-kubelet.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { isolatedNodeEnv } from './isolated-env.js';

@@ -113,3 +113,4 @@ export { MAX_SOURCE_FILE_BYTES } from './read-file.js';
 export { REDACTED, RedactedError, redactError } from './redact.js';
 export type { ConnectionSource, SourceKind, SourceSnapshot, SourceSpec } from './source.js';
 export { SourceWatcher, type SourceWatcherEvents } from './source-watcher.js';
+export { orderSrvRecords, SrvSource, type SrvSourceOptions } from './srv-source.js';

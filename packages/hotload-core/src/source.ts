@@ -1,7 +1,13 @@
 import type { ConnectionConfig } from './config.js';
 
 /** The kinds of connection source hotload-core knows (`static`: a fixed config given in code, e.g. hotload-pg's pg options). */
-export type SourceKind = 'secret-directory' | 'dsn-file' | 'merged-directories' | 'libpq-env' | 'static';
+export type SourceKind =
+  | 'secret-directory'
+  | 'dsn-file'
+  | 'merged-directories'
+  | 'libpq-env'
+  | 'static'
+  | 'srv';
 
 /**
  * Something that yields a {@link ConnectionConfig}. Sources are cheap, stateless readers:
@@ -21,6 +27,16 @@ export interface ConnectionSource {
    * the files read). The built-in sources have it; the watcher falls back to `read()`.
    */
   readSnapshot?(): Promise<SourceSnapshot>;
+  /**
+   * Optional: re-read at least this often, for what no file event announces (a DNS
+   * answer). The watcher's resync runs at the shorter of this and its own interval.
+   */
+  readonly rereadIntervalMillis?: number;
+  /**
+   * Optional: re-read after a connection failure of the serving generation (the answer
+   * may have moved, as an SRV record does when a cluster fails over).
+   */
+  readonly rereadOnConnectionFailure?: boolean;
 }
 
 /** A config and the time its content last changed. */

@@ -192,10 +192,15 @@ export class GenerationManager<Generation, Client, Connection = Client>
   reportError(generation: Generation, error: Error): void {
     const current = this.#current;
     if (this.#closed || current?.handle !== generation) return;
-    if (isCredentialFailure(error)) this.sourceWatcher.reread();
+    if (isCredentialFailure(error) || this.#rereadsOnFailure(error)) this.sourceWatcher.reread();
     if (this.#reselecting) return;
     if (!isMultiHost(current.config) || !requiresWritable(current.config) || !isFailoverSignal(error)) return;
     this.#reselect(current.config);
+  }
+
+  /** A source that asks for it (SRV discovery) is re-read after a connection failure. */
+  #rereadsOnFailure(error: Error): boolean {
+    return this.sourceWatcher.source.rereadOnConnectionFailure === true && isFailoverSignal(error);
   }
 
   /**
@@ -210,6 +215,7 @@ export class GenerationManager<Generation, Client, Connection = Client>
     const current = this.#current;
     if (this.#closed || current === undefined) return Promise.reject(error);
     if (current.handle !== generation) return Promise.resolve(current.handle);
+    if (this.#rereadsOnFailure(error)) this.sourceWatcher.reread();
     const waitMillis = this.#options.credentialWaitMillis;
     if (!isCredentialFailure(error) || waitMillis === 0) return Promise.reject(error);
     this.sourceWatcher.reread();
