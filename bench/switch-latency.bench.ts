@@ -20,23 +20,35 @@
  * from the switch to the first answer on the new generation's warm connection, while
  * the other workers' connections to it are being opened. The floor is measured alone
  * after each switch, so the two can come out within a few ms of each other either way.
+ *
+ * The TLS case (`case: "tls-client-cert"`): the same switches over TLS with cert
+ * authentication and no password, the way cert-manager rotates a client certificate: the
+ * Secret folder (cert-manager's `tls.crt`, `tls.key`, `ca.crt` beside the connection keys,
+ * `sslmode=verify-full`) gets a freshly issued certificate and key for the other user.
+ * Its floor is a new TLS connection (handshake with the client certificate, verify-full)
+ * plus `SELECT 1` with plain pg, under the same load.
  */
 
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { writeSecretAtomically } from 'hotload-core';
 import {
   APP_DATABASE,
   createAppDatabase,
+  createTestCa,
   newPassword,
+  type PostgresCluster,
   SecretDirectory,
   startCluster,
+  type TestCa,
 } from 'hotload-test-support';
 import pg from 'pg';
-import { DRIVERS, type Subject } from '../test/contract/subjects.js';
+import { DRIVERS, type Driver, type Subject } from '../test/contract/subjects.js';
 
 const WORKERS = 8;
 const SWITCHES = 20;
-
-type User = 'app_a' | 'app_b';
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -85,35 +97,83 @@ class SwitchWatchingLoad {
 
 const ms = (value: number) => Number(value.toFixed(2));
 
-const cluster = await startCluster();
-const passwords = { app_a: newPassword(), app_b: newPassword() };
-let current: User = 'app_a';
-
-/** The other user, with a new password the server has learnt already (not timed). */
-async function nextUser(): Promise<{ user: User; password: string }> {
-  const user: User = current === 'app_a' ? 'app_b' : 'app_a';
-  const password = newPassword();
-  await cluster.query(`ALTER ROLE ${user} PASSWORD '${password}'`);
-  passwords[user] = password;
-  current = user;
-  return { user, password };
+/** One way of switching the login user: publish the other user's secret, and the plain-pg floor. */
+interface Rotation {
+  /** Labels the JSON line. */
+  readonly label: string;
+  /** Prepares the next user (not timed) and returns it with its publish, which resolves with the `..data` swap time. */
+  next(): Promise<{ user: string; publish: () => Promise<number>; floor: () => Promise<number> }>;
+  /** The secret folder the driver watches. */
+  readonly path: string;
+  remove(): void;
 }
 
-/** Publishes the secret of `user`; returns when its `..data` swap happened (performance.now() clock). */
-async function swap(secret: SecretDirectory, user: User, password: string): Promise<number> {
-  // The rename of ..data, not the end of write(): the writer still removes the old
-  // folder after it, and the watcher may already have read the new secret by then.
-  const { swappedAt } = await secret.write(cluster, user, password);
-  return swappedAt! - performance.timeOrigin;
+/** Swap time on the performance.now() clock: the rename of ..data, not the end of write(). */
+const swapTime = (swappedAt: number | undefined) => swappedAt! - performance.timeOrigin;
+
+/** Password rotations: the server learns the other user's new password, then the Secret is swapped. */
+function passwordRotation(cluster: PostgresCluster, passwords: Record<string, string>): Rotation {
+  const secret = new SecretDirectory();
+  let current = 'app_b';
+  return {
+    label: 'password',
+    path: secret.path,
+    remove: () => secret.remove(),
+    async next() {
+      const user = current === 'app_a' ? 'app_b' : 'app_a';
+      const password = newPassword();
+      await cluster.query(`ALTER ROLE ${user} PASSWORD '${password}'`);
+      passwords[user] = password;
+      current = user;
+      return {
+        user,
+        publish: async () => swapTime((await secret.write(cluster, user as 'app_a', password)).swappedAt),
+        floor: () =>
+          newConnectionMillis(cluster.connectionConfig({ database: APP_DATABASE, user, password })),
+      };
+    },
+  };
+}
+
+/** Client certificate rotations (cert authentication, no password) in cert-manager's layout. */
+function clientCertRotation(cluster: PostgresCluster, ca: TestCa): Rotation {
+  const path = mkdtempSync(join(tmpdir(), 'hotload-bench-tls-'));
+  let current = 'cert_b';
+  return {
+    label: 'tls-client-cert',
+    path,
+    remove: () => rmSync(path, { recursive: true, force: true }),
+    async next() {
+      const user = current === 'cert_a' ? 'cert_b' : 'cert_a';
+      current = user;
+      const client = await ca.issue({ commonName: user });
+      const files = {
+        hostname: cluster.host,
+        port: String(cluster.port),
+        database: 'postgres',
+        username: user,
+        sslmode: 'verify-full',
+        'ca.crt': ca.certPem,
+        'tls.crt': client.certPem,
+        'tls.key': client.keyPem,
+      };
+      const ssl = { ca: ca.certPem, cert: client.certPem, key: client.keyPem };
+      return {
+        user,
+        publish: async () => swapTime((await writeSecretAtomically(path, files)).swappedAt),
+        floor: () => newConnectionMillis({ ...cluster.connectionConfig({ user, password: '' }), ssl }),
+      };
+    },
+  };
 }
 
 /** Switches with nothing running: the swap to the answer of one query sent on the driver's `switch`. */
-async function idleSwitches(subject: Subject, secret: SecretDirectory): Promise<number[]> {
+async function idleSwitches(subject: Subject, rotation: Rotation): Promise<number[]> {
   const latencies: number[] = [];
   for (let sample = 0; sample < SWITCHES; sample++) {
-    const { user, password } = await nextUser();
+    const { user, publish } = await rotation.next();
     const switched = once(subject.events, 'switch');
-    const swapped = await swap(secret, user, password);
+    const swapped = await publish();
     await switched;
     const rows = await subject.query('SELECT session_user AS u');
     latencies.push(performance.now() - swapped);
@@ -122,53 +182,67 @@ async function idleSwitches(subject: Subject, secret: SecretDirectory): Promise<
   return latencies;
 }
 
-try {
-  await createAppDatabase(cluster, passwords);
-  for (const driver of DRIVERS) {
-    const secret = new SecretDirectory();
-    current = 'app_a';
-    await secret.write(cluster, current, passwords.app_a);
-    const subject = await driver.create({
-      source: { secretDirectory: secret.path },
-      drainTimeoutMillis: 30_000,
-      max: WORKERS,
-    });
-    const idle = await idleSwitches(subject, secret);
-    const load = new SwitchWatchingLoad(subject);
-    const latencies: number[] = [];
-    const floor: number[] = [];
-    for (let sample = 0; sample < SWITCHES; sample++) {
-      const { user, password } = await nextUser();
-      const answered = load.firstAnswerAs(user);
-      const swapped = await swap(secret, user, password);
-      latencies.push((await answered) - swapped);
-      floor.push(
-        await newConnectionMillis(cluster.connectionConfig({ database: APP_DATABASE, user, password })),
-      );
-    }
-    await load.stop();
-    await subject.end();
-    secret.remove();
-    console.log(
-      JSON.stringify({
-        bench: 'switch-latency',
-        driver: driver.name,
-        workers: WORKERS,
-        switches: SWITCHES,
-        failed: load.failed,
-        idle_p50_ms: ms(percentile(idle, 0.5)),
-        idle_p99_ms: ms(percentile(idle, 0.99)),
-        load_p50_ms: ms(percentile(latencies, 0.5)),
-        load_p99_ms: ms(percentile(latencies, 0.99)),
-        load_floor_p50_ms: ms(percentile(floor, 0.5)),
-      }),
-    );
+async function measure(driver: Driver, rotation: Rotation): Promise<void> {
+  const first = await rotation.next();
+  await first.publish();
+  const subject = await driver.create({
+    source: { secretDirectory: rotation.path },
+    drainTimeoutMillis: 30_000,
+    max: WORKERS,
+  });
+  const idle = await idleSwitches(subject, rotation);
+  const load = new SwitchWatchingLoad(subject);
+  const latencies: number[] = [];
+  const floor: number[] = [];
+  for (let sample = 0; sample < SWITCHES; sample++) {
+    const { user, publish, floor: floorOf } = await rotation.next();
+    const answered = load.firstAnswerAs(user);
+    const swapped = await publish();
+    latencies.push((await answered) - swapped);
+    floor.push(await floorOf());
   }
-} finally {
-  await cluster.stop();
+  await load.stop();
+  await subject.end();
+  rotation.remove();
+  console.log(
+    JSON.stringify({
+      bench: 'switch-latency',
+      case: rotation.label,
+      driver: driver.name,
+      workers: WORKERS,
+      switches: SWITCHES,
+      failed: load.failed,
+      idle_p50_ms: ms(percentile(idle, 0.5)),
+      idle_p99_ms: ms(percentile(idle, 0.99)),
+      load_p50_ms: ms(percentile(latencies, 0.5)),
+      load_p99_ms: ms(percentile(latencies, 0.99)),
+      load_floor_p50_ms: ms(percentile(floor, 0.5)),
+      load_vs_floor: Number((percentile(latencies, 0.5) / percentile(floor, 0.5)).toFixed(2)),
+    }),
+  );
 }
 
-/** A new connection (TCP + SCRAM) and one query, timed: the floor of a switch. */
+const cases = new Set((process.env.SWITCH_LATENCY_CASES ?? 'password,tls-client-cert').split(','));
+const passwords = { app_a: newPassword(), app_b: newPassword() };
+const cluster = await startCluster();
+const ca = await createTestCa('switch-latency bench CA');
+const server = await ca.issue({ commonName: '127.0.0.1', ipAddresses: ['127.0.0.1'] });
+const tlsCluster = await startCluster({
+  tls: { server, clientCa: ca.certPem, certUsers: ['cert_a', 'cert_b'], tlsOnly: true },
+});
+try {
+  await createAppDatabase(cluster, passwords);
+  await tlsCluster.query('CREATE ROLE cert_a LOGIN');
+  await tlsCluster.query('CREATE ROLE cert_b LOGIN');
+  for (const driver of DRIVERS) {
+    if (cases.has('password')) await measure(driver, passwordRotation(cluster, passwords));
+    if (cases.has('tls-client-cert')) await measure(driver, clientCertRotation(tlsCluster, ca));
+  }
+} finally {
+  await Promise.all([cluster.stop(), tlsCluster.stop()]);
+}
+
+/** A new connection (TCP, SCRAM or a TLS handshake with a client certificate) and one query, timed: the floor of a switch. */
 async function newConnectionMillis(config: pg.ClientConfig): Promise<number> {
   const started = performance.now();
   const client = new pg.Client(config);

@@ -1,4 +1,9 @@
-import { type ForceClosablePgClient, forceClosePgClient, type PgWireModule } from 'hotload-core';
+import {
+  type ForceClosablePgClient,
+  forceClosePgClient,
+  type PgWireModule,
+  toPgClientSettings,
+} from 'hotload-core';
 import type { ClientFactory } from 'hotload-generic-pool';
 import pg from 'pg';
 
@@ -10,13 +15,8 @@ import pg from 'pg';
  */
 export const pgClientFactory: ClientFactory<pg.Client> = {
   async create(config, host, signal) {
-    const client = new pg.Client({
-      host: host.host,
-      port: host.port,
-      user: config.user,
-      password: config.password,
-      database: config.database,
-    });
+    // The README's mapping: host, port, user, password, database and TLS (sslmode, files).
+    const client = new pg.Client(toPgClientSettings({}, config, host) as pg.ClientConfig);
     // A socket error of an idle client must not crash the process; the next query reports it.
     client.on('error', () => {});
     const abort = (): void => void client.end().catch(() => {});

@@ -16,6 +16,7 @@ export {
   setPassword,
 } from './app-database.js';
 export { type AppDatabaseSuite, type RotatingDriver, useAppDatabases } from './app-database-suite.js';
+export { type SrvAnswer, TestDnsServer } from './dns-server.js';
 export { FakeKubelet } from './fake-kubelet.js';
 export { FaultProxy, type ProxyTarget } from './fault-proxy.js';
 export { isolatedNodeEnv } from './isolated-env.js';
@@ -69,6 +70,7 @@ export { locatePostgresBinaries, type PostgresBinaries, unprivilegedUser } from 
 export {
   CLUSTER_DIR_PREFIX,
   type ClusterOptions,
+  type ClusterTls,
   type ConnectionConfig,
   freePort,
   LOGICAL_REPLICATION_SETTINGS,
@@ -78,4 +80,5 @@ export {
 export { RereadHookSource } from './reread-hook-source.js';
 export { findLeaks, leakForms, renderings } from './secret-scan.js';
 export { type CliRun, runSourceCli, startSourceCli } from './source-cli.js';
+export { createTestCa, type IssueOptions, TestCa, type TestCertificate, writeTlsFiles } from './test-ca.js';
 export { WorkerLoad } from './worker-load.js';

@@ -1,6 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
+  chmodSync,
   chownSync,
   closeSync,
   cpSync,
@@ -14,6 +15,7 @@ import {
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
 import pg from 'pg';
 import { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
 
@@ -23,6 +25,26 @@ export interface ClusterOptions {
   settings?: Readonly<Record<string, string | number | boolean>>;
   /** Superuser password; a random one by default. */
   superuserPassword?: string;
+  /** Serve TLS (`ssl=on`) with these certificates; plain connections stay open unless `tlsOnly`. */
+  tls?: ClusterTls;
+}
+
+/**
+ * A cluster's TLS: its server certificate and key (written `0600`: PostgreSQL refuses a
+ * key others can read), the CA bundle it trusts for client certificates, and who logs in how.
+ */
+export interface ClusterTls {
+  /** The server's certificate and private key, PEM. */
+  readonly server: { readonly certPem: string; readonly keyPem: string };
+  /** CA certificates (PEM, concatenated) that client certificates must chain to (`ssl_ca_file`). */
+  readonly clientCa?: string;
+  /** Users that log in with `cert` authentication over `hostssl` (certificate CN = user, no password). */
+  readonly certUsers?: readonly string[];
+  /**
+   * Every user but the superuser must use TLS (`hostnossl ... reject`): a connection that
+   * got in proves it was encrypted. The harness's superuser keeps plain connections.
+   */
+  readonly tlsOnly?: boolean;
 }
 
 /**
@@ -243,6 +265,39 @@ export class PostgresCluster {
     }
   }
 
+  /**
+   * Replaces the server's certificate and key and/or the client CA bundle, reloads the
+   * configuration (SIGHUP, as `pg_reload_conf()`), and waits until a new TLS connection
+   * is served the new certificate (the reload is asynchronous). Sessions already open
+   * keep the TLS they negotiated.
+   */
+  async reloadTls(
+    tls: Partial<Pick<ClusterTls, 'server' | 'clientCa'>>,
+    serverFingerprint?: string,
+  ): Promise<void> {
+    writeServerTlsFiles(this, tls);
+    await this.query('SELECT pg_reload_conf()');
+    if (serverFingerprint === undefined) return;
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while ((await this.#servedCertificate()) !== serverFingerprint) {
+      if (Date.now() > deadline)
+        throw new Error(`the server still serves its old certificate after ${READY_TIMEOUT_MS} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /** SHA-256 fingerprint of the certificate a new TLS connection is served. */
+  async #servedCertificate(): Promise<string | undefined> {
+    const client = new pg.Client({ ...this.connectionConfig(), ssl: { rejectUnauthorized: false } });
+    await client.connect();
+    try {
+      const socket = (client as unknown as { connection: { stream: TLSSocket } }).connection.stream;
+      return socket.getPeerCertificate().fingerprint256;
+    } finally {
+      await client.end();
+    }
+  }
+
   /** Promotes a standby to a primary and waits until it accepts writes. */
   async promote(): Promise<void> {
     await this.query('SELECT pg_promote(true, 60)');
@@ -295,7 +350,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Postgr
   for (let attempt = 1; ; attempt++) {
     const cluster = await prepareCluster(options, true);
     try {
-      await cluster.launch(options.settings);
+      await cluster.launch({ ...(options.tls ? tlsSettings(options.tls) : {}), ...options.settings });
       return cluster;
     } catch (error) {
       await cluster.stop();
@@ -317,6 +372,7 @@ async function prepareCluster(options: ClusterOptions, initialize: boolean): Pro
   const cluster = new PostgresCluster(dataDir, await freePort(), password, binaries, runDir);
   try {
     if (initialize) initializeDataDirectory(cluster, password);
+    if (initialize && options.tls) configureTls(cluster, options.tls);
   } catch (error) {
     rmSync(runDir, { recursive: true, force: true });
     throw error;
@@ -345,6 +401,44 @@ function initializeDataDirectory(cluster: PostgresCluster, password: string): vo
     { stdio: 'pipe', ...cluster.binaries.runAs },
   );
   rmSync(passwordFile);
+}
+
+/** File names in the data folder (the server resolves relative paths against it). */
+const SERVER_TLS_FILES = { cert: 'server.crt', key: 'server.key', clientCa: 'client-ca.crt' } as const;
+
+function tlsSettings(tls: ClusterTls): Record<string, string> {
+  return {
+    ssl: 'on',
+    ssl_cert_file: SERVER_TLS_FILES.cert,
+    ssl_key_file: SERVER_TLS_FILES.key,
+    ...(tls.clientCa === undefined ? {} : { ssl_ca_file: SERVER_TLS_FILES.clientCa }),
+  };
+}
+
+/** Writes the server's TLS files and puts `hostssl` / `cert` rules ahead of initdb's. */
+function configureTls(cluster: PostgresCluster, tls: ClusterTls): void {
+  writeServerTlsFiles(cluster, tls);
+  const rules: string[] = [];
+  for (const user of tls.certUsers ?? []) rules.push(`hostssl all ${user} 127.0.0.1/32 cert`);
+  if (tls.tlsOnly) {
+    rules.push(`host all ${SUPERUSER} 127.0.0.1/32 scram-sha-256`, 'hostnossl all all 127.0.0.1/32 reject');
+  }
+  const hba = join(cluster.dataDir, 'pg_hba.conf');
+  writeFileSync(hba, `${rules.join('\n')}\n${readFileSync(hba, 'utf8')}`);
+}
+
+function writeServerTlsFiles(cluster: PostgresCluster, tls: Partial<ClusterTls>): void {
+  const write = (name: string, content: string, mode: number): void => {
+    const path = join(cluster.dataDir, name);
+    writeFileSync(path, content, { mode });
+    chmodSync(path, mode);
+    if (cluster.binaries.runAs) chownSync(path, cluster.binaries.runAs.uid, cluster.binaries.runAs.gid);
+  };
+  if (tls.server) {
+    write(SERVER_TLS_FILES.cert, tls.server.certPem, 0o644);
+    write(SERVER_TLS_FILES.key, tls.server.keyPem, 0o600);
+  }
+  if (tls.clientCa !== undefined) write(SERVER_TLS_FILES.clientCa, tls.clientCa, 0o644);
 }
 
 function giveToServerUser(path: string, bins: PostgresBinaries): void {

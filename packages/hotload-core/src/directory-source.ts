@@ -4,7 +4,7 @@ import { DATA_DIR_NAME } from './atomic-writer.js';
 import { parseDsn } from './dsn.js';
 import { fsSourceError, SourceError } from './errors.js';
 import { normalizeParams, type RawParams } from './normalize.js';
-import { LIBPQ_KEYWORDS, SECRET_KEYWORDS } from './params.js';
+import { FILE_KEYWORDS, LIBPQ_KEYWORDS, SECRET_KEYWORDS } from './params.js';
 import { readSourceText } from './read-file.js';
 import { SnapshotSource } from './snapshot-source.js';
 import type { ConnectionSource, SourceKind, SourceSnapshot } from './source.js';
@@ -16,12 +16,24 @@ export const DSN_KEYS = ['uri_dsn.txt', 'dsn.txt'] as const;
  * Per-key file name → libpq keyword. The database controller's names come first, the
  * libpq names after them: when both exist, the libpq name (`host`, `user`, `dbname`) wins.
  * Any other file named like a libpq keyword (`application_name`, `sslrootcert` ...) is
- * read as that keyword. Other files (`ro_uri_dsn.txt`, `ca.crt` ...) are ignored.
+ * read as that keyword. cert-manager's `tls.crt`, `tls.key`, `ca.crt` name `sslcert`,
+ * `sslkey`, `sslrootcert` (see {@link CERT_MANAGER_FILES}). Other files (`ro_uri_dsn.txt` ...) are ignored.
  */
 export const KEY_FILE_ALIASES: ReadonlyArray<readonly [file: string, keyword: string]> = [
   ['hostname', 'host'],
   ['username', 'user'],
   ['database', 'dbname'],
+];
+
+/**
+ * cert-manager's Secret layout (`kubernetes.io/tls`: `tls.crt`, `tls.key`, `ca.crt`) →
+ * the libpq keywords naming those files. Used when present and the directory (file or
+ * DSN) does not name that keyword itself.
+ */
+export const CERT_MANAGER_FILES: ReadonlyArray<readonly [file: string, keyword: string]> = [
+  ['tls.crt', 'sslcert'],
+  ['tls.key', 'sslkey'],
+  ['ca.crt', 'sslrootcert'],
 ];
 
 const MAX_SNAPSHOT_ATTEMPTS = 5;
@@ -162,9 +174,31 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
     origins[keyword] = join(dir, name);
   }
 
+  for (const [name, keyword] of CERT_MANAGER_FILES) {
+    if (!names.has(name) || params[keyword] !== undefined) continue;
+    params[keyword] = join(snapshotDir, name);
+    origins[keyword] = join(dir, name);
+  }
+  if (dataTarget !== undefined) pinFilesToSnapshot(params, snapshotDir);
+
   if (dataTarget !== undefined && (await currentDataTarget(dir)) !== dataTarget)
     throw new SwappedWhileReading();
   return { params, origins, mtimeMs, atomic: dataTarget !== undefined };
+}
+
+/**
+ * In a kubelet volume, relative file parameters (`sslrootcert=ca.crt`) name the file in
+ * the timestamped folder this read came from, not through `..data`: a rotated
+ * certificate then changes the path, so the config (and its fingerprint) changes and the
+ * rotation goes through verify → switch → drain; and the files the generation reads
+ * when it is built are the version its other keys came from (a certificate never paired
+ * with the previous version's key).
+ */
+function pinFilesToSnapshot(params: Record<string, string>, snapshotDir: string): void {
+  for (const keyword of FILE_KEYWORDS) {
+    const value = params[keyword];
+    if (value !== undefined && !isAbsolute(value)) params[keyword] = resolve(snapshotDir, value);
+  }
 }
 
 const missingHint = (key: 'host' | 'user' | 'dbname') =>

@@ -33,6 +33,7 @@ export {
   publishDiagnostic,
 } from './diagnostics/channels.js';
 export {
+  CERT_MANAGER_FILES,
   DSN_KEYS,
   KEY_FILE_ALIASES,
   MergedDirectoriesSource,
@@ -79,6 +80,8 @@ export {
   resolveLifecycleOptions,
   type SourceErrorEvent,
   type SwitchEvent,
+  type TlsCheck,
+  TlsVerifyError,
   type VerifyFailedEvent,
   type VerifySession,
 } from './lifecycle/index.js';
@@ -120,3 +123,4 @@ export type {
   SourceSpec,
 } from './source.js';
 export { SourceWatcher, type SourceWatcherEvents } from './source-watcher.js';
+export { orderSrvRecords, SrvSource, type SrvSourceOptions } from './srv-source.js';

@@ -134,10 +134,9 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       options.pollIntervalMillis,
       DEFAULT_POLL_INTERVAL_MILLIS,
     );
-    this.resyncIntervalMillis = millisOption(
-      'resyncIntervalMillis',
-      options.resyncIntervalMillis,
-      DEFAULT_RESYNC_INTERVAL_MILLIS,
+    this.resyncIntervalMillis = resyncInterval(
+      millisOption('resyncIntervalMillis', options.resyncIntervalMillis, DEFAULT_RESYNC_INTERVAL_MILLIS),
+      source.rereadIntervalMillis,
     );
     this.#logger = options.logger ?? silentLogger;
     this.#keepWatchingOnStartError = options.keepWatchingOnStartError ?? false;
@@ -460,4 +459,10 @@ export class SourceWatcher extends EventEmitter<SourceWatcherEvents> {
       throw isSourceError(error) ? error : relabel(error, this.source.description);
     }
   }
+}
+
+/** The watcher's resync (0: off) and the source's own re-read interval: the shorter one that is on. */
+function resyncInterval(watcherMillis: number, sourceMillis: number | undefined): number {
+  if (sourceMillis === undefined) return watcherMillis;
+  return watcherMillis === 0 ? sourceMillis : Math.min(watcherMillis, sourceMillis);
 }

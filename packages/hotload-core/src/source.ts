@@ -6,7 +6,8 @@ export type BuiltInSourceKind =
   | 'dsn-file'
   | 'merged-directories'
   | 'libpq-env'
-  | 'static';
+  | 'static'
+  | 'srv';
 
 /**
  * What kind of source a {@link ConnectionSource} is, for logs and metric labels: one of
@@ -34,6 +35,16 @@ export interface ConnectionSource {
    * the files read). The built-in sources have it; the watcher falls back to `read()`.
    */
   readSnapshot?(): Promise<SourceSnapshot>;
+  /**
+   * Optional: re-read at least this often, for what no file event announces (a DNS
+   * answer). The watcher's resync runs at the shorter of this and its own interval.
+   */
+  readonly rereadIntervalMillis?: number;
+  /**
+   * Optional: re-read after a connection failure of the serving generation (the answer
+   * may have moved, as an SRV record does when a cluster fails over).
+   */
+  readonly rereadOnConnectionFailure?: boolean;
 }
 
 /** A config and the time its content last changed. */

@@ -1,3 +1,4 @@
+import { type ConnectionOptions, checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { type ConnectionConfig, type HostPort, libpqTlsOptions } from 'hotload-core';
 import type postgres from 'postgres';
 
@@ -47,6 +48,21 @@ export function toPostgresOptions(
   options.database = config.database;
   if (config.password !== undefined) options.password = config.password;
   const ssl = config.sslmode === undefined ? base.ssl : libpqTlsOptions(config.sslmode, params);
-  if (ssl !== undefined) options.ssl = ssl;
+  if (ssl !== undefined)
+    options.ssl = typeof ssl === 'object' && ssl !== null ? checkingHost(ssl, host.host) : ssl;
   return options as PostgresOptions;
+}
+
+/**
+ * postgres.js hands Node `tls.connect` its socket and no host (and no servername for an
+ * IP address), so Node would check the certificate against `localhost`: verify-full
+ * checks the host the generation connects to instead.
+ */
+function checkingHost(ssl: object, hostName: string): object {
+  const tlsOptions = ssl as ConnectionOptions;
+  if (tlsOptions.checkServerIdentity !== undefined || tlsOptions.rejectUnauthorized === false) return ssl;
+  return {
+    ...tlsOptions,
+    checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(hostName, cert),
+  };
 }

@@ -17,6 +17,7 @@ import { instrumentLifecycle } from './lifecycle-metrics.js';
 import type { ObservableLifecycle } from './observable.js';
 import { type LifecycleOptions, type ResolvedLifecycleOptions, resolveLifecycleOptions } from './options.js';
 import { SwitchAttempt } from './switch-attempt.js';
+import { describeTlsFailure } from './tls-verify-error.js';
 import { verifyCandidate } from './verify-candidate.js';
 
 /** A generation as the manager keeps it: the driver's handle plus what it was built from. */
@@ -191,10 +192,15 @@ export class GenerationManager<Generation, Client, Connection = Client>
   reportError(generation: Generation, error: Error): void {
     const current = this.#current;
     if (this.#closed || current?.handle !== generation) return;
-    if (isCredentialFailure(error)) this.sourceWatcher.reread();
+    if (isCredentialFailure(error) || this.#rereadsOnFailure(error)) this.sourceWatcher.reread();
     if (this.#reselecting) return;
     if (!isMultiHost(current.config) || !requiresWritable(current.config) || !isFailoverSignal(error)) return;
     this.#reselect(current.config);
+  }
+
+  /** A source that asks for it (SRV discovery) is re-read after a connection failure. */
+  #rereadsOnFailure(error: Error): boolean {
+    return this.sourceWatcher.source.rereadOnConnectionFailure === true && isFailoverSignal(error);
   }
 
   /**
@@ -209,6 +215,7 @@ export class GenerationManager<Generation, Client, Connection = Client>
     const current = this.#current;
     if (this.#closed || current === undefined) return Promise.reject(error);
     if (current.handle !== generation) return Promise.resolve(current.handle);
+    if (this.#rereadsOnFailure(error)) this.sourceWatcher.reread();
     const waitMillis = this.#options.credentialWaitMillis;
     if (!isCredentialFailure(error) || waitMillis === 0) return Promise.reject(error);
     this.sourceWatcher.reread();
@@ -401,7 +408,7 @@ export class GenerationManager<Generation, Client, Connection = Client>
         });
         if (!attempt.cancelled) return candidate;
       } catch (error) {
-        failed = { host, id: candidate?.id ?? 0, error };
+        failed = { host, id: candidate?.id ?? 0, error: describeTlsFailure(config, host, error) };
       } finally {
         verify.dispose();
       }

@@ -25,3 +25,4 @@ export { logLifecycleEvents } from './lifecycle-logging.js';
 export { type InstrumentLifecycleOptions, instrumentLifecycle } from './lifecycle-metrics.js';
 export type { ObservableLifecycle } from './observable.js';
 export { type LifecycleOptions, type ResolvedLifecycleOptions, resolveLifecycleOptions } from './options.js';
+export { type TlsCheck, TlsVerifyError } from './tls-verify-error.js';

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import type { HostPort } from '../config.js';
-import { SourceError } from '../errors.js';
+import { readClientTlsFiles } from './tls-files.js';
 
 /**
  * The connection fields the mapping reads: a `ConnectionConfig` has this shape, and so
@@ -111,38 +110,25 @@ export function toPgClientSettings(
  * libpq sslmode → Node TLS options (pg's and postgres.js's `ssl`), libpq semantics: `disable`/`allow`/`prefer` → no
  * TLS (pg cannot fall back between TLS and plain, so the modes that accept plain use
  * plain), `require`/`no-verify` → TLS without certificate checks, `verify-ca` → chain
- * checked but not the host name, `verify-full` → both. Reads the certificate files.
+ * checked but not the host name, `verify-full` → both. As in libpq, `require` with an
+ * `sslrootcert` checks the chain (verify-ca): pg without `uselibpqcompat` would treat
+ * `require` as verify-full instead. Reads the certificate files and checks them as libpq
+ * does (key permissions, key matching the certificate, the certificate valid now): a
+ * `SourceError` naming the file otherwise.
  */
 export function libpqTlsOptions(
   sslmode: string,
   params: Readonly<Record<string, string>>,
 ): false | ConnectionOptions {
   if (sslmode === 'disable' || sslmode === 'allow' || sslmode === 'prefer') return false;
+  const files = readClientTlsFiles(params);
   const tls: ConnectionOptions = {};
-  if (params.sslrootcert) tls.ca = readTlsFile(params.sslrootcert, 'sslrootcert');
-  if (params.sslcert) tls.cert = readTlsFile(params.sslcert, 'sslcert');
-  if (params.sslkey) tls.key = readTlsFile(params.sslkey, 'sslkey');
-  if (sslmode === 'require' || sslmode === 'no-verify') tls.rejectUnauthorized = false;
-  if (sslmode === 'verify-ca') tls.checkServerIdentity = () => undefined;
+  if (files.ca !== undefined) tls.ca = files.ca;
+  if (files.cert !== undefined) tls.cert = files.cert;
+  if (files.key !== undefined) tls.key = files.key;
+  const checksChain =
+    sslmode === 'verify-ca' || sslmode === 'verify-full' || (sslmode === 'require' && files.ca !== undefined);
+  if (!checksChain) tls.rejectUnauthorized = false;
+  else if (sslmode !== 'verify-full') tls.checkServerIdentity = () => undefined;
   return tls;
-}
-
-/**
- * Reads a TLS file the source names. A failure is the source's fault (it names a file
- * that is not there, or not readable), so it is a `SourceError` naming the key and path.
- */
-function readTlsFile(path: string, key: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    const errno = (error as NodeJS.ErrnoException).code;
-    throw new SourceError({
-      code: errno === 'ENOENT' ? 'missing' : 'unreadable',
-      source: `${key} of the connection source`,
-      file: path,
-      key,
-      problem: `cannot read the ${key} file named by the source`,
-      errno,
-    });
-  }
 }

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConnectionConfig, toPgClientSettings } from 'hotload-core';
+import { ConnectionConfig, libpqTlsOptions, toPgClientSettings } from 'hotload-core';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers.js';
 
@@ -72,6 +72,24 @@ describe('toPgClientSettings', () => {
           ConnectionConfig.create({ host: 'h', user: 'u', database: 'd', sslmode: 'disable' }),
         ).ssl,
       ).toBe(false);
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
+describe('libpqTlsOptions', () => {
+  it('require checks the chain when an sslrootcert is given (libpq), and nothing without one', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const ca = join(dir, 'ca.pem');
+      writeFileSync(ca, 'CA');
+      const withRoot = libpqTlsOptions('require', { sslrootcert: ca }) as Record<string, unknown>;
+      expect(withRoot.ca).toBe('CA');
+      expect(withRoot.rejectUnauthorized).toBeUndefined();
+      expect(typeof withRoot.checkServerIdentity).toBe('function'); // verify-ca: no host name check
+      expect(libpqTlsOptions('require', {})).toEqual({ rejectUnauthorized: false });
+      expect(libpqTlsOptions('verify-full', { sslrootcert: ca })).toEqual({ ca: 'CA' });
     } finally {
       await cleanup();
     }
