@@ -222,6 +222,7 @@ class ClaimMigration {
       port: target.port,
       database: target.databaseName,
       sslmode: master.target.fragment.sslmode,
+      sslrootcert: master.target.fragment.sslrootcert,
     };
     const password = await setVerifiedPassword(provisioner, user, context.config.password, login);
     const announce = async (step: string) => {

@@ -69,6 +69,8 @@ export interface LoginTarget {
   readonly database: string;
   /** The fragment key's sslmode. */
   readonly sslmode: SslModeSetting;
+  /** The fragment key's CA bundle file, if it names one (published as `ca.crt`). */
+  readonly sslrootcert?: string;
 }
 
 /** What is published for a claim and whether it works. */
@@ -258,6 +260,7 @@ export async function reconcileClaim(
         port: binding.port,
         database: names.database,
         sslmode: fragment.sslmode,
+        sslrootcert: fragment.sslrootcert,
       };
       const observed = await observeCredentials(sink, ports.statuses, claim, login, names);
       const moving = await reconcileMigration(context, {

@@ -156,6 +156,7 @@ export class MasterConnection {
       password: await readMasterPassword(fragment),
       database,
       sslmode: fragment.sslmode,
+      sslrootcert: fragment.sslrootcert,
     });
   }
 

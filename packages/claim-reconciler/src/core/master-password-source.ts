@@ -35,6 +35,7 @@ export class MasterPasswordSource implements ConnectionSource {
       password: await readMasterPassword(fragment),
       database: 'postgres',
       sslmode: fragment.sslmode,
+      ...(fragment.sslrootcert === undefined ? {} : { params: { sslrootcert: fragment.sslrootcert } }),
     });
   }
 }

@@ -2,6 +2,7 @@
  * pg client configs from connection parts, and the login check used to verify fresh
  * credentials before they are published.
  */
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { SslModeSetting } from './reconciler-config.js';
 
@@ -13,20 +14,29 @@ export interface ConnectionParts {
   readonly password: string;
   readonly database: string;
   readonly sslmode: SslModeSetting;
+  /** CA bundle file the server's certificate is checked against (`verify-*`); else the system CAs. */
+  readonly sslrootcert?: string;
 }
 
 const CONNECT_TIMEOUT_MILLIS = 10_000;
 
 /**
  * A `pg.ClientConfig` for `parts`. pg has no opportunistic TLS, so `allow`/`prefer` connect
- * without TLS; `require` encrypts without verifying; `verify-*` verify the certificate.
+ * without TLS; `require` encrypts without verifying; `verify-ca` checks the certificate's
+ * chain (against `sslrootcert`, read now so a rotated bundle is used), `verify-full` its
+ * host name too, as libpq does.
  */
 export function pgClientConfig(parts: ConnectionParts): pg.ClientConfig {
+  const verify = parts.sslmode === 'verify-ca' || parts.sslmode === 'verify-full';
   const ssl =
     parts.sslmode === 'require'
       ? { rejectUnauthorized: false }
-      : parts.sslmode === 'verify-ca' || parts.sslmode === 'verify-full'
-        ? { rejectUnauthorized: true }
+      : verify
+        ? {
+            rejectUnauthorized: true,
+            ...(parts.sslrootcert === undefined ? {} : { ca: readFileSync(parts.sslrootcert, 'utf8') }),
+            ...(parts.sslmode === 'verify-ca' ? { checkServerIdentity: () => undefined } : {}),
+          }
         : false;
   return {
     host: parts.host,

@@ -38,6 +38,13 @@ export interface FragmentKey {
    * config's `defaultSslMode`, else `disable`).
    */
   readonly sslmode: SslModeSetting;
+  /**
+   * The CA bundle (PEM file; `sslRootCert`, else the config's `defaultSslRootCert`) that
+   * `verify-ca`/`verify-full` check the instance's certificate against, for the master
+   * connections and the login checks; it is also published in each claim's secret as
+   * `ca.crt`, which hotload reads as the application's `sslrootcert`. Absent: the system CAs.
+   */
+  readonly sslrootcert?: string;
   /** Where the master password is read from (at connection time, so a rotated one is picked up). */
   readonly password: MasterPasswordSource;
   /** Default deletion policy for claims matching this key. */
@@ -106,6 +113,7 @@ const fragmentSchema = z.strictObject({
   username: z.string().optional(),
   sslMode: z.enum(SSL_MODES).optional(),
   sslmode: z.enum(SSL_MODES).optional(),
+  sslRootCert: z.string().min(1).optional(),
   passwordFile: z.string().optional(),
   passwordSecretRef: z
     .string()
@@ -134,6 +142,7 @@ const settingsSchema = z.strictObject({
   defaultMasterPort: numberLike(1, 65535).optional(),
   defaultMasterUsername: z.string().optional(),
   defaultSslMode: z.enum(SSL_MODES).optional(),
+  defaultSslRootCert: z.string().min(1).optional(),
   defaultDeletionPolicy: z.string().optional(),
   ...Object.fromEntries(SETTINGS_UNUSED.map((key) => [key, z.unknown().optional()])),
 });
@@ -182,6 +191,7 @@ export function parseReconcilerConfig(text: string, file: string): ReconcilerCon
     port: s.defaultMasterPort ?? 5432,
     username: s.defaultMasterUsername ?? 'postgres',
     sslmode: s.defaultSslMode ?? 'disable',
+    sslrootcert: s.defaultSslRootCert === undefined ? undefined : resolvePath(baseDir, s.defaultSslRootCert),
   };
   const fragmentKeys = new Map<string, FragmentKey>();
   for (const [label, value] of Object.entries(fragmentPart)) {
@@ -208,7 +218,7 @@ interface FragmentContext {
   file: string;
   baseDir: string;
   secretsDir: string | undefined;
-  defaults: { port: number; username: string; sslmode: SslModeSetting };
+  defaults: { port: number; username: string; sslmode: SslModeSetting; sslrootcert: string | undefined };
   problems: Problem[];
 }
 
@@ -247,12 +257,15 @@ function parseFragment(label: string, value: unknown, context: FragmentContext):
     report('deletionPolicy', message),
   );
   if (!password) return undefined;
+  const sslrootcert =
+    f.sslRootCert === undefined ? context.defaults.sslrootcert : resolvePath(context.baseDir, f.sslRootCert);
   return {
     label,
     host: f.host,
     port: f.port ?? context.defaults.port,
     username,
     sslmode: f.sslMode ?? f.sslmode ?? context.defaults.sslmode,
+    ...(sslrootcert === undefined ? {} : { sslrootcert }),
     password,
     deletionPolicy,
   };

@@ -3,8 +3,12 @@
  * Secret): the credentials, the keys they are written under, and reading them back. Both
  * sinks use it; neither imports the other.
  */
+import { readFileSync } from 'node:fs';
 import { ConnectionConfig, toSecretFiles } from 'hotload-core';
 import type { SslModeSetting } from './ssl-mode.js';
+
+/** The key of the CA bundle in a published secret (cert-manager's name for it). */
+export const CA_CERTIFICATE_KEY = 'ca.crt';
 
 /** The credentials a secret publishes. */
 export interface PublishedCredentials {
@@ -20,12 +24,18 @@ export interface PublishedCredentials {
   readonly password: string;
   /** The sslmode applications connect with. */
   readonly sslmode: SslModeSetting;
+  /**
+   * The CA bundle file applications verify the server with (`verify-*`): published as the
+   * key `ca.crt` (its content, read at publish time), which hotload reads as `sslrootcert`.
+   */
+  readonly sslrootcert?: string;
 }
 
 /**
  * Secret keys for `credentials`: `hostname`, `port`, `database`, `username`, `password`,
  * `sslmode`, `dsn.txt`, `uri_dsn.txt`, and `<dsnName>` / `uri_<dsnName>` when the claim
- * names its own DSN key (as the database controller does).
+ * names its own DSN key (as the database controller does); `ca.crt` when the credentials
+ * name a CA bundle (cert-manager's key for it, which hotload maps to `sslrootcert`).
  */
 export function secretFiles(credentials: PublishedCredentials, dsnName: string): Record<string, string> {
   const config = ConnectionConfig.create({
@@ -41,6 +51,8 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
     files[dsnName] = files['dsn.txt']!;
     files[`uri_${dsnName}`] = files['uri_dsn.txt']!;
   }
+  if (credentials.sslrootcert !== undefined)
+    files[CA_CERTIFICATE_KEY] = readFileSync(credentials.sslrootcert, 'utf8');
   return files;
 }
 

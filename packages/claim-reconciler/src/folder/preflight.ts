@@ -96,6 +96,7 @@ export async function checkMasterLogins(targets: readonly InstanceTarget[]): Pro
         password,
         database: 'postgres',
         sslmode: fragment.sslmode,
+        sslrootcert: fragment.sslrootcert,
       });
       if (!login.ok) failures.set(key, `${where}: cannot log in as master: ${login.reason}`);
     }),
