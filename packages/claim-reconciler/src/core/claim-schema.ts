@@ -25,7 +25,16 @@ export const CLAIM_KIND = 'DatabaseClaim';
 export type { DeletionPolicy } from './binding.js';
 
 /** Secret keys the reconciler writes itself; `dsnName` must not collide with them. */
-const FIXED_SECRET_KEYS = ['hostname', 'port', 'database', 'username', 'password', 'sslmode', 'uri_dsn.txt', 'ca.crt'];
+const FIXED_SECRET_KEYS = [
+  'hostname',
+  'port',
+  'database',
+  'username',
+  'password',
+  'sslmode',
+  'uri_dsn.txt',
+  'ca.crt',
+];
 /**
  * CRD fields that parse but are not acted on here, and change nothing about the database
  * or users this reconciler makes (cloud instance shape and storage, labels, maintenance):
