@@ -369,8 +369,27 @@ async function measure(
 
     // Requeues after the status write (and their requests) are part of the cost per claim.
     while (performance.now() - lastReconciled < SETTLE_MILLIS) await sleep(100);
-    await stopController();
     const requests = controllerRequests(plane.auditEntries() as AuditLine[]);
+
+    // A resync of the same, unchanged claims: what it costs in API requests (issue 27.8, 27.10).
+    const auditBefore = plane.auditEntries().length;
+    const noopOutcomes: string[] = [];
+    const noopDone = new Promise<void>((resolve) => {
+      const listener = (reconciled: KeyReconciled) => {
+        noopOutcomes.push(reconciled.outcome);
+        if (noopOutcomes.length < CLAIMS) return;
+        controller.off('reconciled', listener);
+        resolve();
+      };
+      controller.on('reconciled', listener);
+    });
+    const noopStarted = performance.now();
+    controller.enqueueAll();
+    await noopDone;
+    const noopSeconds = (performance.now() - noopStarted) / 1000;
+    while (performance.now() - lastReconciled < SETTLE_MILLIS) await sleep(100);
+    await stopController();
+    const noopRequests = controllerRequests((plane.auditEntries() as AuditLine[]).slice(auditBefore));
     const failed = reconciles.filter((r) => r.outcome === 'error');
     return {
       seconds,
@@ -388,6 +407,7 @@ async function measure(
       reconcileCalls: timed.reconcileTime.calls,
       secretMillis,
       secretCalls: timed.secretTime.calls,
+      noop: { seconds: noopSeconds, requests: noopRequests, outcomes: countBy(noopOutcomes, (o) => o) },
     };
   } finally {
     clearInterval(sampler);
@@ -475,6 +495,18 @@ try {
       reconciles_per_claim: round(run.reconciles / CLAIMS),
       failed_reconciles: run.failedReconciles,
       ...(run.firstError ? { first_error: run.firstError } : {}),
+    }),
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'controller-1000',
+      result: 'noop-resync',
+      claims: CLAIMS,
+      seconds: round(run.noop.seconds, 3),
+      outcomes: run.noop.outcomes,
+      api_requests_total: run.noop.requests.length,
+      api_requests_by_verb: countBy(run.noop.requests, (entry) => entry.verb),
+      api_writes: run.noop.requests.filter((entry) => !['get', 'list', 'watch'].includes(entry.verb)).length,
     }),
   );
   console.log(
