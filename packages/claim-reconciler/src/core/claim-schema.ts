@@ -10,6 +10,7 @@ import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import type { DeletionPolicy } from './binding.js';
 import { type Problem, problemsFromZod, yamlErrorText } from './problems.js';
+import { CA_CERTIFICATE_KEY, CREDENTIAL_KEYS } from './secret-layout.js';
 import {
   assertSafeIdentifier,
   assertSafeRoleName,
@@ -25,16 +26,7 @@ export const CLAIM_KIND = 'DatabaseClaim';
 export type { DeletionPolicy } from './binding.js';
 
 /** Secret keys the reconciler writes itself; `dsnName` must not collide with them. */
-const FIXED_SECRET_KEYS = [
-  'hostname',
-  'port',
-  'database',
-  'username',
-  'password',
-  'sslmode',
-  'uri_dsn.txt',
-  'ca.crt',
-];
+const FIXED_SECRET_KEYS: readonly string[] = [...CREDENTIAL_KEYS, 'uri_dsn.txt', CA_CERTIFICATE_KEY];
 /**
  * CRD fields that parse but are not acted on here, and change nothing about the database
  * or users this reconciler makes (cloud instance shape and storage, labels, maintenance):

@@ -7,6 +7,9 @@ import { readFileSync } from 'node:fs';
 import { ConnectionConfig, toSecretFiles } from 'hotload-core';
 import type { SslModeSetting } from './ssl-mode.js';
 
+/** The keys of a published secret that hold the credentials, one value each. */
+export const CREDENTIAL_KEYS = ['hostname', 'port', 'database', 'username', 'password', 'sslmode'] as const;
+
 /** The key of the CA bundle in a published secret (cert-manager's name for it). */
 export const CA_CERTIFICATE_KEY = 'ca.crt';
 
@@ -63,14 +66,7 @@ export function secretFiles(credentials: PublishedCredentials, dsnName: string):
 export function credentialsFromSecret(
   key: (name: string) => string | undefined,
 ): PublishedCredentials | undefined {
-  const [host, port, database, username, password, sslmode] = [
-    'hostname',
-    'port',
-    'database',
-    'username',
-    'password',
-    'sslmode',
-  ].map(key);
+  const [host, port, database, username, password, sslmode] = CREDENTIAL_KEYS.map(key);
   if (!host || !port || !database || !username || !password || !/^\d+$/.test(port)) return undefined;
   return {
     host,
