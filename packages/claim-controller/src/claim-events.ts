@@ -24,6 +24,7 @@ export interface ClaimEvent {
 
 /** Event reasons of outcomes worth an Event; others (unchanged, updated) are quiet. */
 const OUTCOME_REASONS: Partial<Record<ClaimResult, string>> = {
+  migrating: 'Migrating',
   created: 'Created',
   rotated: 'Rotated',
   repaired: 'Repaired',
