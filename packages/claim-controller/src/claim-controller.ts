@@ -130,7 +130,12 @@ export class ClaimController extends EventEmitter {
     this.#secrets =
       options.cacheSecrets === false
         ? undefined
-        : new SecretCache(options.clients, options.namespaces, options.watchRestartMillis);
+        : new SecretCache(
+            options.clients,
+            options.namespaces,
+            (message) => options.logger?.warn({ error: message }, 'Secret watch failed; restarting'),
+            options.watchRestartMillis,
+          );
     this.#events = new ClaimEventRecorder(options.clients, (message) => options.logger?.warn({}, message));
   }
 

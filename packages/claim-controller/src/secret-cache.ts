@@ -36,7 +36,16 @@ export class SecretCache {
   /** Per `namespace/name`: the resourceVersion this process last wrote (or `deleted`). */
   readonly #written = new Map<string, string>();
 
-  constructor(clients: KubeClients, namespaces: readonly string[] | undefined, restartBaseMillis?: number) {
+  /**
+   * @param onError - a list or watch failed (the message; a restart with backoff follows,
+   *   and reads go to the API meanwhile for what the cache does not hold)
+   */
+  constructor(
+    clients: KubeClients,
+    namespaces: readonly string[] | undefined,
+    onError: (message: string) => void,
+    restartBaseMillis?: number,
+  ) {
     // Never re-sent to a handler: the cache only answers reads.
     this.#informer = new ResourceInformer<V1Secret>(
       clients,
@@ -44,6 +53,8 @@ export class SecretCache {
       { namespaces, resyncMillis: 2 ** 31 - 1, restartBaseMillis },
       () => {},
     );
+    // An EventEmitter's 'error' without a listener throws: a dropped watch must not.
+    this.#informer.on('error', onError);
   }
 
   /** Lists and watches; resolves once the first list is in. */
