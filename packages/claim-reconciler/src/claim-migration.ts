@@ -21,6 +21,7 @@ import type { DatabaseClaim } from './claim-schema.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
 import { type InstanceTarget, instanceId, type MasterConnection } from './master-connection.js';
+import { cutoverOptions } from './migration/cutover-settings.js';
 import { MigrationRefusedError } from './migration/migration-errors.js';
 import { beforeCutover, inProgress, type MigrationState, newMigration } from './migration/migration-state.js';
 import {
@@ -28,6 +29,7 @@ import {
   type DatabaseSession,
   type MigrationEndpoints,
   type MigrationHooks,
+  type MigrationOptions,
   runMigration,
 } from './migration/online-migration.js';
 import { replicationName } from './migration/replication-names.js';
@@ -127,7 +129,7 @@ class ClaimMigration {
     const { context, input } = this;
     try {
       const endpoints = await migrationEndpoints(context, this.#state);
-      const final = await runMigration(this.#state, endpoints, this.hooks(), context.migration);
+      const final = await runMigration(this.#state, endpoints, this.hooks(), this.options());
       if (final.migrating !== 'done') {
         return this.outcome(
           'migrating',
@@ -148,6 +150,19 @@ class ClaimMigration {
       await this.save({ ...this.#state, error: message }).catch(() => {});
       return input.fail(error instanceof MigrationRefusedError ? terminal(message) : retryable(message));
     }
+  }
+
+  /**
+   * The migration's settings: the reconciler config's `migration:`, then the options the
+   * reconciler was started with (the CLI's flags), then the claim's `spec.migration`.
+   */
+  private options(): MigrationOptions {
+    const { context, input } = this;
+    return {
+      ...cutoverOptions(context.config.migration),
+      ...context.migration,
+      ...cutoverOptions(input.claim.migration),
+    };
   }
 
   /** The migration's hooks for this claim (also used to abandon). */
@@ -227,6 +242,7 @@ class ClaimMigration {
   }
 
   private async save(state: MigrationState): Promise<void> {
+    if (state.cutoverAt && !this.#state.cutoverAt) this.reportCutover(state);
     this.#state = state;
     this.context.metrics?.migrationLag?.(this.input.claim.key, state.lagBytes, state.lagSeconds);
     let { retired } = this.#status;
@@ -236,6 +252,16 @@ class ClaimMigration {
       this.context.usage.add(state.source);
     }
     await this.write({ ...this.#status, retired, error: state.error ?? state.conflict });
+  }
+
+  private reportCutover(state: MigrationState): void {
+    const started = Date.parse(state.streamingAt ?? state.startedAt);
+    this.context.metrics?.migrationCutover?.(
+      this.input.claim.key,
+      state.cutoverStrategy ?? 'lag-threshold',
+      Math.max(0, (Date.parse(state.cutoverAt!) - started) / 1000),
+      (state.longestWritePauseMillis ?? 0) / 1000,
+    );
   }
 
   private async write(status: ClaimStatus): Promise<void> {

@@ -69,6 +69,13 @@ export { type LeaderGate, runWhileLeading } from './kubernetes/leader-gate.js';
 export type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './kubernetes/reconcile-port.js';
 export { type InstanceTarget, MasterConnection, MasterConnections } from './master-connection.js';
 export { CLAIM_STATES, METRIC_NAMES, prometheusMetrics, type ReconcilerMetrics } from './metrics.js';
+export {
+  CUTOVER_STRATEGIES,
+  type CutoverReason,
+  type CutoverSettings,
+  type CutoverStrategy,
+  DEFAULT_CUTOVER_SETTINGS,
+} from './migration/cutover-settings.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';

@@ -5,6 +5,7 @@
 import type { HotloadLogger } from 'hotload-core';
 import { loadClaimsFromDirectory } from './claim-schema.js';
 import type { ReconcilerMetrics } from './metrics.js';
+import type { MigrationOptions } from './migration/online-migration.js';
 import { checkClaimsFolder, checkOutputFolder } from './preflight.js';
 import type { Problem } from './problems.js';
 import { type ClaimOutcome, type PassOptions, type PassResult, Reconciler } from './reconciler.js';
@@ -52,6 +53,8 @@ export interface ReconcileFilesOptions {
   readonly now?: () => Date;
   /** Metrics sink (see {@link prometheusMetrics}); none by default. */
   readonly metrics?: ReconcilerMetrics;
+  /** Migration settings over the config's `migration:` (see {@link ReconcilerOptions.migration}). */
+  readonly migration?: MigrationOptions;
   /** A pino-compatible logger: one line per claim outcome. Default: silent. */
   readonly logger?: HotloadLogger;
 }
@@ -87,6 +90,7 @@ export async function reconcileFiles(options: ReconcileFilesOptions): Promise<Re
     concurrency: options.concurrency,
     metrics: options.metrics,
     logger: options.logger,
+    migration: options.migration,
   });
   for (let i = 0; i < errors.length; i++) options.metrics?.claimLoadError();
   const result = await reconciler.reconcile(loaded.claims, {

@@ -10,6 +10,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { type DeletionPolicy, parseDeletionPolicy } from './claim-schema.js';
+import { CUTOVER_SETTINGS_SCHEMA, type CutoverSettings } from './migration/cutover-settings.js';
 import { describeField, type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import { assertSafeIdentifier, UnsafeIdentifierError } from './sql-identifiers.js';
 
@@ -64,6 +65,8 @@ export interface ReconcilerConfig {
   readonly fragmentKeys: ReadonlyMap<string, FragmentKey>;
   /** Policy for claims and fragment keys that do not set one; default `Orphan`. */
   readonly defaultDeletionPolicy: DeletionPolicy;
+  /** When online migrations cut over (`migration:`); a claim's `spec.migration` overrides it per field. */
+  readonly migration?: CutoverSettings;
   /** Warnings found while loading (unused fields). */
   readonly warnings: readonly Problem[];
 }
@@ -145,6 +148,7 @@ const settingsSchema = z.strictObject({
   defaultMasterUsername: z.string().optional(),
   defaultSslMode: z.enum(SSL_MODES).optional(),
   defaultDeletionPolicy: z.string().optional(),
+  migration: CUTOVER_SETTINGS_SCHEMA.optional(),
   ...Object.fromEntries(SETTINGS_UNUSED.map((key) => [key, z.unknown().optional()])),
 });
 const SETTINGS_KEYS = new Set(Object.keys(settingsSchema.shape));
@@ -210,6 +214,7 @@ export function parseReconcilerConfig(text: string, file: string): ReconcilerCon
     },
     fragmentKeys,
     defaultDeletionPolicy,
+    migration: s.migration ?? {},
     warnings: problems.filter((problem) => problem.severity === 'warning'),
   };
 }
