@@ -1,8 +1,16 @@
 /**
- * Issue 28.1: a move under writes faster than the target applies them. Many insert loops
- * (`BENCH_WRITERS`, default 48) write through a hotload-pg Pool on the claim's secret while
- * the claim moves one → two with the `synchronous-apply` strategy, then two → one with
- * `fence` (default lag threshold, catch-up bound `BENCH_CATCH_UP_SECONDS`, default 5 s).
+ * Issue 28.1: a move under writes faster than the target applies them. Insert loops write
+ * through a hotload-pg Pool on the claim's secret while the claim moves between two
+ * instances (default lag threshold, catch-up bound `BENCH_CATCH_UP_SECONDS`, default 5 s).
+ * For each strategy (`synchronous-apply`, then `fence`) the loops are stepped up
+ * (`BENCH_WRITERS`, default 16,64,128) with one move per step, until a move's lag stayed
+ * above the threshold and the strategy had to act (`cutover_strategy` is not
+ * `lag-threshold`): as many loops as it takes to exceed what the target applies. Where no
+ * number of loops does (on two cores the source's inserts and the target's apply share
+ * the CPU, and the apply may keep up), the moves are repeated with the target's apply
+ * slowed down (`apply_throttled`: an ALWAYS trigger on the target's table sleeping
+ * `BENCH_APPLY_DELAY_MS`, default 0.5 ms, per row), which makes the source outrun it for
+ * sure; the fence move then uses a 1 s catch-up bound, so its pause drains 1 s of backlog.
  * Per move: the source's and the target's write rates while streaming (inserts/s: the
  * application's acknowledgements, and the target's apply counted by pg_stat_user_tables),
  * whether the lag threshold was ever met (`cutover_strategy` says what started the
@@ -20,9 +28,11 @@ import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
-const WRITERS = Number(process.env.BENCH_WRITERS ?? 48);
+const WRITER_STEPS = (process.env.BENCH_WRITERS ?? '16,64,128').split(',').map(Number);
+const MAX_WRITERS = Math.max(...WRITER_STEPS);
 const CATCH_UP_SECONDS = Number(process.env.BENCH_CATCH_UP_SECONDS ?? 5);
 const MOVE_LIMIT_MILLIS = 300_000;
+const APPLY_DELAY_SECONDS = Number(process.env.BENCH_APPLY_DELAY_MS ?? 0.5) / 1000;
 
 const quantile = (values: readonly number[], q: number) => {
   const sorted = [...values].sort((x, y) => x - y);
@@ -59,16 +69,34 @@ try {
     `migration:\n  maxCatchUpSeconds: ${CATCH_UP_SECONDS}\n${await fragment('one', a)}${await fragment('two', b)}`,
     join(work, 'config.yaml'),
   );
+  let applyThrottled = false;
   const claimOn = (label: string, strategy: string) => {
+    const catchUp = applyThrottled && strategy === 'fence' ? '    maxCatchUpSeconds: 1\n' : '';
     const { claims, problems } = parseClaims(
-      `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: busy\nspec:\n  databaseName: busy\n  userName: busy\n  instanceLabel: ${label}\n  deletionPolicy: Delete\n  migration:\n    cutoverStrategy: ${strategy}\n    maxWritePauseMillis: 10000\n`,
+      `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: busy\nspec:\n  databaseName: busy\n  userName: busy\n  instanceLabel: ${label}\n  deletionPolicy: Delete\n  migration:\n    cutoverStrategy: ${strategy}\n    maxWritePauseMillis: 10000\n${catchUp}`,
       'bench.yaml',
     );
     if (problems.length > 0) throw new Error(JSON.stringify(problems));
     return claims;
   };
   const out = join(work, 'out');
-  const reconciler = new Reconciler({ config, outputDir: out });
+  let moveTarget: PostgresCluster = b;
+  const reconciler = new Reconciler({
+    config,
+    outputDir: out,
+    // With the apply throttled: the trigger goes on the target's empty table before the subscription.
+    onStep: async ({ action }) => {
+      if (!applyThrottled || action !== 'create-subscription') return;
+      await moveTarget.query(
+        `CREATE FUNCTION public.slow_apply() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+           PERFORM pg_sleep(${APPLY_DELAY_SECONDS}); RETURN NEW; END $$;
+         CREATE TRIGGER slow_apply BEFORE INSERT ON public.items FOR EACH ROW EXECUTE FUNCTION public.slow_apply();
+         ALTER TABLE public.items ENABLE ALWAYS TRIGGER slow_apply;`,
+        [],
+        'busy',
+      );
+    },
+  });
   const statusFile = join(out, 'default', 'busy.status.json');
   await reconciler.reconcile(claimOn('one', 'synchronous-apply'));
   const secretDir = join(out, 'default', 'busy');
@@ -83,15 +111,17 @@ try {
   await setup.end();
 
   const pool = await builtHotloadPg.Pool.create({
-    max: WRITERS,
+    max: MAX_WRITERS,
     hotload: { source: { secretDirectory: secretDir }, drainTimeoutMillis: 10_000 },
   });
   const acknowledged: string[] = [];
   const ackTimes: number[] = [];
   const latencies: Array<[number, number]> = []; // [ack time, latency], performance.now()
   let failed = 0;
+  const failures = new Set<string>();
   let running = true;
-  const writers = Array.from({ length: WRITERS }, async (_, writer) => {
+  const writers: Promise<void>[] = [];
+  const writeLoop = async (writer: number) => {
     while (running) {
       const started = performance.now();
       try {
@@ -103,37 +133,41 @@ try {
         acknowledged.push(rows[0]!.id);
         ackTimes.push(now);
         latencies.push([now, now - started]);
-      } catch {
+      } catch (error) {
         failed++;
+        if (failures.size < 5) failures.add(String(error));
       }
     }
-  });
-
-  const steadyFrom = acknowledged.length;
-  await new Promise((resolve) => setTimeout(resolve, 3000));
-  const steadyRate = (acknowledged.length - steadyFrom) / 3;
+  };
+  /** Runs `count` insert loops (more are started, none stopped); resolves with their steady write rate. */
+  const writeWith = async (count: number) => {
+    while (writers.length < count) writers.push(writeLoop(writers.length));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const steadyFrom = acknowledged.length;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    return (acknowledged.length - steadyFrom) / 2;
+  };
 
   /** Samples the application's acknowledgements and `target`'s applied inserts until stopped. */
   const sampleWrites = (target: PostgresCluster) => {
     const samples: Sample[] = [];
     let sampling = true;
     const done = (async () => {
-      const client = new pg.Client(target.connectionConfig({ database: 'busy' }));
-      await client.connect().catch(() => {});
       while (sampling) {
-        const { rows } = await client
+        // A connection per reading: the database appears on the target during the move.
+        const reading = await target
           .query<{ n: string }>(
             `SELECT coalesce(sum(n_tup_ins), 0)::text AS n FROM pg_stat_user_tables WHERE relname = 'items'`,
+            [],
+            'busy',
           )
-          .catch(() => ({ rows: [{ n: '0' }] }));
-        samples.push({
-          at: Date.now(),
-          acknowledged: acknowledged.length,
-          appliedOnTarget: Number(rows[0]!.n),
-        });
+          .catch(() => undefined);
+        if (reading) {
+          const appliedOnTarget = Number(reading.rows[0]!.n);
+          samples.push({ at: Date.now(), acknowledged: acknowledged.length, appliedOnTarget });
+        }
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
-      await client.end().catch(() => {});
     })();
     return {
       samples,
@@ -144,12 +178,14 @@ try {
     };
   };
 
-  const moves = [
-    { to: 'two', target: b, strategy: 'synchronous-apply' },
-    { to: 'one', target: a, strategy: 'fence' },
-  ] as const;
-  for (const move of moves) {
+  /** One move under the current loops; prints its line, returns what started its cutover. */
+  const moveOnce = async (
+    move: { to: string; target: PostgresCluster; strategy: string },
+    writerCount: number,
+    steadyRate: number,
+  ): Promise<string> => {
     const from = performance.now();
+    moveTarget = move.target;
     const sampler = sampleWrites(move.target);
     let outcome = await reconciler.reconcile(claimOn(move.to, move.strategy));
     while (outcome.outcomes[0]?.result === 'migrating' && performance.now() - from < MOVE_LIMIT_MILLIS) {
@@ -161,10 +197,12 @@ try {
     if (result.result !== 'moved')
       throw new Error(`move to ${move.to} ended ${result.result}: ${result.error}`);
     await new Promise((resolve) => setTimeout(resolve, 1000)); // writes resume on the target
-    const status = JSON.parse(await readFile(statusFile, 'utf8'));
-    const migration = status.migration;
+    const migration = JSON.parse(await readFile(statusFile, 'utf8')).migration;
     const streamingAt = Date.parse(migration.streamingAt);
     const cutoverAt = Date.parse(migration.cutoverAt);
+    // Over the streaming phase when it lasted long enough for two readings, else the move.
+    const window = sampler.samples.filter((x) => x.at >= streamingAt && x.at <= cutoverAt).length >= 2;
+    const [rateFrom, rateTo] = window ? [streamingAt, cutoverAt] : [0, Number.POSITIVE_INFINITY];
     let longest = 0;
     let previous = from;
     for (const at of ackTimes.filter((t) => t > from && t < to).concat(to)) {
@@ -172,19 +210,18 @@ try {
       previous = at;
     }
     const during = latencies.filter(([at]) => at > from && at < to).map(([, l]) => l);
+    if (migration.cutoverStrategy !== 'lag-threshold') saturatedPauses.push(longest);
     console.log(
       JSON.stringify({
         bench: 'migration-saturated',
         to: move.to,
         strategy_setting: move.strategy,
         cutover_strategy: migration.cutoverStrategy,
-        writers: WRITERS,
-        source_write_rate_streaming: Math.round(
-          rate(sampler.samples, streamingAt, cutoverAt, (s) => s.acknowledged),
-        ),
-        target_apply_rate_streaming: Math.round(
-          rate(sampler.samples, streamingAt, cutoverAt, (s) => s.appliedOnTarget),
-        ),
+        apply_throttled: applyThrottled,
+        writers: writerCount,
+        rates_over: window ? 'streaming' : 'move',
+        source_write_rate: Math.round(rate(sampler.samples, rateFrom, rateTo, (x) => x.acknowledged)),
+        target_apply_rate: Math.round(rate(sampler.samples, rateFrom, rateTo, (x) => x.appliedOnTarget)),
         steady_write_rate: Math.round(steadyRate),
         move_write_rate_vs_steady: round(during.length / ((to - from) / 1000) / Math.max(1, steadyRate)),
         seconds_streaming_to_cutover: round((cutoverAt - streamingAt) / 1000),
@@ -195,13 +232,35 @@ try {
         write_latency_during_move_p99_ms: round(quantile(during, 0.99)),
         write_latency_during_move_max_ms: round(quantile(during, 1)),
         failed_requests: failed,
+        failures: [...failures],
       }),
     );
+    return migration.cutoverStrategy;
+  };
+
+  let on: 'one' | 'two' = 'one';
+  const saturatedPauses: number[] = [];
+  const moveWith = async (strategy: string, writerCount: number) => {
+    const steadyRate = await writeWith(writerCount);
+    const move = on === 'one' ? { to: 'two', target: b, strategy } : { to: 'one', target: a, strategy };
+    on = on === 'one' ? 'two' : 'one';
+    return moveOnce(move, writers.length, steadyRate);
+  };
+  let saturated = false;
+  for (const writerCount of WRITER_STEPS) {
+    saturated = (await moveWith('synchronous-apply', writerCount)) !== 'lag-threshold';
+    if (saturated) break;
+  }
+  if (saturated) {
+    await moveWith('fence', writers.length);
+  } else {
+    applyThrottled = true;
+    for (const strategy of ['synchronous-apply', 'fence']) await moveWith(strategy, writers.length);
   }
   running = false;
   await Promise.all(writers);
   await pool.end();
-  const check = new pg.Client(a.connectionConfig({ database: 'busy' }));
+  const check = new pg.Client((on === 'one' ? a : b).connectionConfig({ database: 'busy' }));
   await check.connect();
   const missing = await check.query<{ n: string }>(
     `SELECT count(*)::text AS n FROM unnest($1::bigint[]) AS acked(id)
@@ -212,10 +271,14 @@ try {
   console.log(
     JSON.stringify({
       bench: 'migration-saturated-summary',
-      writers: WRITERS,
+      writers_max: writers.length,
+      saturated_moves: saturatedPauses.length,
+      saturated_write_pause_p50_ms: round(quantile(saturatedPauses, 0.5)),
+      saturated_write_pause_max_ms: round(quantile(saturatedPauses, 1)),
       acknowledged_writes: acknowledged.length,
       missing_acknowledged_writes: Number(missing.rows[0]!.n),
       failed_requests: failed,
+      failures: [...failures],
     }),
   );
 } finally {

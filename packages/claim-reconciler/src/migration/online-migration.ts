@@ -22,6 +22,7 @@ import {
   readReplicationProgress,
 } from './replication-progress.js';
 import { copySchema, verifySchema } from './schema-copy.js';
+import { readSequences, sequenceGap } from './sequence-gap.js';
 import { advanceSequences } from './sequence-sync.js';
 import { drainSource } from './source-drain.js';
 import type { SqlClient } from './sql-client.js';
@@ -30,7 +31,10 @@ import { raiseWriteFence } from './write-fence.js';
 
 /** Tunables of a migration; every field has a default. */
 export interface MigrationOptions {
-  /** Steps each target sequence is set past its source twin at cutover. Default 10000. */
+  /**
+   * Fewest steps each target sequence is set past its source twin at cutover (more when
+   * the source uses them fast: see sequence-gap.ts). Default 10000.
+   */
   readonly sequenceGap?: number;
   /** How long the source's application sessions may take to leave before they are terminated. Default 30 s. */
   readonly drainGraceMillis?: number;
@@ -249,12 +253,19 @@ class MigrationPass {
           await this.apply.release(source); // a killed pass may have held it for the lost subscription
           return go(recopy(state));
         }
+        const sequencesBefore = await readSequences(source);
         // DDL run on the source since the copy is not replicated: stop before the move.
         await verifySchema(source, target);
         // From here until the source's sessions are gone, both instances take writes.
         const held = await this.holdSynchronousApply(link, state);
         if ('stop' in held) return held;
-        await advanceSequences(source, target, settings.sequenceGap, this.step);
+        const gap = await sequenceGap(
+          source,
+          sequencesBefore,
+          settings.sequenceGap,
+          settings.drainGraceMillis,
+        );
+        await advanceSequences(source, target, gap, this.step);
         await hooks.publishTarget();
         return go({ ...held, migrating: 'draining', cutoverAt: new Date().toISOString() });
       }
