@@ -71,9 +71,11 @@ try {
   );
   let applyThrottled = false;
   const claimOn = (label: string, strategy: string) => {
+    // Throttled, the lag is never 0 bytes: the strategy always acts (after 1 s for a fence).
+    const throttled = applyThrottled ? '    maxCutoverLagBytes: 0\n' : '';
     const catchUp = applyThrottled && strategy === 'fence' ? '    maxCatchUpSeconds: 1\n' : '';
     const { claims, problems } = parseClaims(
-      `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: busy\nspec:\n  databaseName: busy\n  userName: busy\n  instanceLabel: ${label}\n  deletionPolicy: Delete\n  migration:\n    cutoverStrategy: ${strategy}\n    maxWritePauseMillis: 10000\n${catchUp}`,
+      `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: busy\nspec:\n  databaseName: busy\n  userName: busy\n  instanceLabel: ${label}\n  deletionPolicy: Delete\n  migration:\n    cutoverStrategy: ${strategy}\n    maxWritePauseMillis: 10000\n${throttled}${catchUp}`,
       'bench.yaml',
     );
     if (problems.length > 0) throw new Error(JSON.stringify(problems));
@@ -115,6 +117,11 @@ try {
   const pool = await builtHotloadPg.Pool.create({
     max: MAX_WRITERS,
     hotload: { source: { secretDirectory: secretDir }, drainTimeoutMillis: 10_000 },
+  });
+  // Idle connections of the old pool that the drain terminates: counted, as an application would log them.
+  let idleErrors = 0;
+  pool.on('error', () => {
+    idleErrors++;
   });
   const acknowledged: string[] = [];
   const ackTimes: number[] = [];
@@ -205,6 +212,8 @@ try {
         await done;
         await target.query('ALTER SYSTEM RESET hotload_bench.apply_delay');
         await target.query('SELECT pg_reload_conf()');
+        // The target is the next move's source, which would refuse a trigger.
+        await target.query('DROP FUNCTION IF EXISTS public.slow_apply() CASCADE', [], 'busy');
       },
     };
   };
@@ -266,6 +275,8 @@ try {
         write_latency_during_move_max_ms: round(quantile(during, 1)),
         failed_requests: failed,
         failures: [...failures],
+        sessions_terminated_by_drain: migration.sessionsTerminated,
+        idle_connection_errors: idleErrors,
       }),
     );
     return migration.cutoverStrategy;

@@ -327,15 +327,27 @@ class MigrationPass {
    * Holds synchronous apply (see synchronous-apply.ts) once the target has caught up with
    * the source: a conflict is reported here, and no commit starts waiting for a subscriber
    * that is stuck or far behind. Returns the state saying how writes are ordered, or a
-   * pause when the target did not catch up within `waitMillis`.
+   * pause when the target did not catch up within `waitMillis`. With the
+   * `synchronous-apply` strategy the catch-up waits at most `maxCatchUpMillis`: under writes
+   * faster than the target applies, every moment spent waiting adds backlog that the
+   * commits will wait for once the hold is on, so past that it holds at once.
    */
   private async holdSynchronousApply(
     link: ReplicationLink,
     state: MigrationState,
   ): Promise<MigrationState | Advanced> {
-    const caughtUp = await this.waitFor(link, state, () => false, await finalWalPosition(this.source));
+    const { cutoverStrategy, maxCatchUpMillis } = this.settings;
+    const bounded = cutoverStrategy === 'synchronous-apply';
+    const position = await finalWalPosition(this.source);
+    const caughtUp = await this.waitFor(
+      link,
+      state,
+      () => false,
+      position,
+      bounded ? Date.now() + maxCatchUpMillis : undefined,
+    );
     const progressed = { ...state, ...progressFields(caughtUp.progress) };
-    if (!caughtUp.reached) return pause(progressed);
+    if (!caughtUp.reached && !bounded) return pause(progressed);
     const unavailable = await this.startSynchronousApply(link);
     return { ...progressed, synchronousApply: unavailable ?? 'held' };
   }
