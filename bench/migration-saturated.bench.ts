@@ -8,8 +8,9 @@
  * `lag-threshold`): as many loops as it takes to exceed what the target applies. Where no
  * number of loops does (on two cores the source's inserts and the target's apply share
  * the CPU, and the apply may keep up), the moves are repeated with the target's apply
- * slowed down once it streams (`apply_throttled`: an ALWAYS trigger on the target's table
- * sleeping `BENCH_APPLY_DELAY_MS`, default 0.5 ms, per row), which makes the source outrun it for
+ * slowed down (`apply_throttled`: an ALWAYS trigger on the target's table sleeping
+ * `BENCH_APPLY_DELAY_MS`, default 0.5 ms, per row in the apply worker; the initial copy is
+ * not slowed), which makes the source outrun it for
  * sure; the fence move then uses a 1 s catch-up bound, so its pause drains 1 s of backlog.
  * Per move: the source's and the target's write rates while streaming (inserts/s: the
  * application's acknowledgements, and the target's apply counted by pg_stat_user_tables),
@@ -91,7 +92,10 @@ try {
       if (!applyThrottled || action !== 'create-subscription') return;
       await moveTarget.query(
         `CREATE FUNCTION public.slow_apply() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
-           PERFORM pg_sleep(coalesce(nullif(current_setting('hotload_bench.apply_delay', true), '')::float8, 0));
+           IF (SELECT backend_type FROM pg_stat_activity WHERE pid = pg_backend_pid())
+                = 'logical replication apply worker' THEN
+             PERFORM pg_sleep(${APPLY_DELAY_SECONDS});
+           END IF;
            RETURN NEW;
          END $$;
          CREATE TRIGGER slow_apply BEFORE INSERT ON public.items FOR EACH ROW EXECUTE FUNCTION public.slow_apply();
@@ -187,37 +191,6 @@ try {
     };
   };
 
-  /**
-   * Slows the target's apply (the trigger's delay, a server setting) once the move streams:
-   * the initial copy runs at full speed, the streamed changes do not. Undone by `stop`.
-   */
-  const throttleOnceStreaming = (target: PostgresCluster) => {
-    let watching = true;
-    const done = (async () => {
-      while (watching) {
-        const phase = await readFile(statusFile, 'utf8')
-          .then((text) => JSON.parse(text).migration?.migrating as string | undefined)
-          .catch(() => undefined);
-        if (phase === 'streaming') {
-          await target.query(`ALTER SYSTEM SET hotload_bench.apply_delay = '${APPLY_DELAY_SECONDS}'`);
-          await target.query('SELECT pg_reload_conf()');
-          return;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-    })();
-    return {
-      stop: async () => {
-        watching = false;
-        await done;
-        await target.query('ALTER SYSTEM RESET hotload_bench.apply_delay');
-        await target.query('SELECT pg_reload_conf()');
-        // The target is the next move's source, which would refuse a trigger.
-        await target.query('DROP FUNCTION IF EXISTS public.slow_apply() CASCADE', [], 'busy');
-      },
-    };
-  };
-
   /** One move under the current loops; prints its line, returns what started its cutover. */
   const moveOnce = async (
     move: { to: string; target: PostgresCluster; strategy: string },
@@ -227,14 +200,15 @@ try {
     const from = performance.now();
     moveTarget = move.target;
     const sampler = sampleWrites(move.target);
-    const throttle = applyThrottled ? throttleOnceStreaming(move.target) : undefined;
     let outcome = await reconciler.reconcile(claimOn(move.to, move.strategy));
     while (outcome.outcomes[0]?.result === 'migrating' && performance.now() - from < MOVE_LIMIT_MILLIS) {
       outcome = await reconciler.reconcile(claimOn(move.to, move.strategy));
     }
     const to = performance.now();
     await sampler.stop();
-    await throttle?.stop();
+    // The target is the next move's source, which would refuse a trigger.
+    if (applyThrottled)
+      await move.target.query('DROP FUNCTION IF EXISTS public.slow_apply() CASCADE', [], 'busy');
     const result = outcome.outcomes[0]!;
     if (result.result !== 'moved')
       throw new Error(`move to ${move.to} ended ${result.result}: ${result.error}`);
