@@ -93,5 +93,17 @@ function moveRows(r: PipelineResult): Array<[string, string]> {
       'write pause during the move (longest gap)',
       move.writePauseMs === null ? '-' : `${Math.round(move.writePauseMs)} ms`,
     ],
+    [
+      'cutover settings',
+      Object.entries(move.cutover.settings)
+        .map(([key, value]) => `${key} ${value}`)
+        .join(', '),
+    ],
+    [
+      'cutover started by',
+      `${move.cutover.strategyUsed ?? '-'} after ${move.cutover.secondsStreamingToCutover?.toFixed(1) ?? '-'} s of streaming` +
+        `${move.cutover.longestWritePauseMillis === null ? '' : `, fence ${move.cutover.longestWritePauseMillis} ms`}` +
+        ` (synchronous apply: ${move.cutover.synchronousApply ?? '-'})`,
+    ],
   ];
 }

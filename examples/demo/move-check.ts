@@ -4,7 +4,39 @@
  * target (must be 0: the migration keeps every write the service confirmed), and the
  * longest stretch during the move with no write acknowledged (how long writes paused).
  */
+import type { CutoverReason, CutoverSettings, MigrationState } from 'hotload-claim-reconciler';
 import type { PostgresCluster } from 'hotload-test-support';
+
+/** How the move cut over: the settings it ran with and what the reconciler's status recorded. */
+export interface MoveCutover {
+  /** The cutover settings in effect (the reconciler config's `migration:` over the defaults). */
+  settings: Required<CutoverSettings>;
+  /** What started the cutover (`lag-threshold`, `synchronous-apply` or `fence`). */
+  strategyUsed: CutoverReason | null;
+  /** Seconds from streaming (every table copied) to the cutover. */
+  secondsStreamingToCutover: number | null;
+  /** Longest write pause a fence took on the source (ms); null without a fence. */
+  longestWritePauseMillis: number | null;
+  /** How writes were ordered while both instances took them (status `synchronousApply`). */
+  synchronousApply: MigrationState['synchronousApply'];
+}
+
+/** {@link MoveCutover} from the settings and the claim's migration status after the move. */
+export function moveCutover(
+  settings: Required<CutoverSettings>,
+  state: MigrationState | null | undefined,
+): MoveCutover {
+  const streamingAt = state?.streamingAt ? Date.parse(state.streamingAt) : Number.NaN;
+  const cutoverAt = state?.cutoverAt ? Date.parse(state.cutoverAt) : Number.NaN;
+  const seconds = (cutoverAt - streamingAt) / 1000;
+  return {
+    settings,
+    strategyUsed: state?.cutoverStrategy ?? null,
+    secondsStreamingToCutover: Number.isFinite(seconds) ? seconds : null,
+    longestWritePauseMillis: state?.longestWritePauseMillis ?? null,
+    synchronousApply: state?.synchronousApply ?? null,
+  };
+}
 
 /** The move's figures for the summary. */
 export interface MoveReport {
@@ -18,6 +50,8 @@ export interface MoveReport {
   missingAfterMove: number;
   /** Longest gap between two write acknowledgements while the move ran (ms). */
   writePauseMs: number | null;
+  /** The migration's settings and the strategy that started its cutover. */
+  cutover: MoveCutover;
 }
 
 /** Rows in `table` of `database` on `cluster`. */

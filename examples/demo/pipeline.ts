@@ -14,10 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type DatabaseClaim,
+  DEFAULT_CUTOVER_SETTINGS,
   loadClaimsFromDirectory,
   loadReconcilerConfig,
   Reconciler,
+  readStatus,
   secretDirectory,
+  statusPath,
 } from 'hotload-claim-reconciler';
 import type { DrainedEvent, SwitchEvent } from 'hotload-pg';
 import {
@@ -28,7 +31,7 @@ import {
 } from 'hotload-test-support';
 import { type NotesService, startNotesService } from '../service/src/notes-service.js';
 import { type LoadStats, startLoad } from './load-generator.js';
-import { countRows, longestGap, type MoveReport, missingIds } from './move-check.js';
+import { countRows, longestGap, type MoveReport, missingIds, moveCutover } from './move-check.js';
 
 /** Options of {@link runPipelineDemo}. */
 export interface PipelineOptions {
@@ -133,8 +136,9 @@ async function runAgainst(
   let database = '';
   let moving = false;
   let sourceRowsBeforeCutover: number | null = null;
+  const config = await loadReconcilerConfig(configFile);
   const reconciler = new Reconciler({
-    config: await loadReconcilerConfig(configFile),
+    config,
     outputDir,
     // The move's cutover is its secret publish: count the source's rows right before it.
     onStep: async ({ action }) => {
@@ -206,12 +210,14 @@ async function runAgainst(
     await service.close();
   }
   const published = await readFile(join(secretDir, 'username'), 'utf8');
+  const status = await readStatus(statusPath(outputDir, claim.namespace, claim.secretName));
   const move: MoveReport | undefined = moveWindow && {
     sourceRowsBeforeCutover,
     targetRowsAfter: await countRows(second, database, table),
     acknowledgedWrites: load.stats.acknowledgedIds.length,
     missingAfterMove: await missingIds(second, database, table, load.stats.acknowledgedIds),
     writePauseMs: longestGap(load.stats.acknowledgedAt, moveWindow.from, moveWindow.to),
+    cutover: moveCutover({ ...DEFAULT_CUTOVER_SETTINGS, ...config.migration }, status?.migration),
   };
   return {
     changes,

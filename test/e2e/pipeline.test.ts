@@ -29,5 +29,12 @@ describe('claim-to-connection pipeline', () => {
     expect(result.move!.acknowledgedWrites).toBeGreaterThan(0);
     expect(result.move!.targetRowsAfter).toBeGreaterThanOrEqual(result.move!.sourceRowsBeforeCutover!);
     expect(result.move!.sourceRowsBeforeCutover).toBeGreaterThan(0);
+    // The summary says how the move cut over: the settings, and what started the cutover.
+    expect(result.move!.cutover).toMatchObject({
+      settings: { cutoverStrategy: 'synchronous-apply', maxCutoverLagBytes: 65536, maxCatchUpSeconds: 10 },
+      strategyUsed: expect.stringMatching(/^(lag-threshold|synchronous-apply)$/),
+      synchronousApply: 'held',
+    });
+    expect(result.move!.cutover.secondsStreamingToCutover).toBeGreaterThanOrEqual(0);
   });
 });

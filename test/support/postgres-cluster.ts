@@ -17,7 +17,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import pg from 'pg';
-import { locatePostgresBinaries, type PostgresBinaries } from './postgres-binaries.js';
+import {
+  locateOtherPostgresBinaries,
+  locatePostgresBinaries,
+  type OTHER_MAJOR_VERSIONS,
+  type PostgresBinaries,
+} from './postgres-binaries.js';
 
 /** Options for {@link startCluster}. */
 export interface ClusterOptions {
@@ -27,6 +32,11 @@ export interface ClusterOptions {
   superuserPassword?: string;
   /** Serve TLS (`ssl=on`) with these certificates; plain connections stay open unless `tlsOnly`. */
   tls?: ClusterTls;
+  /**
+   * Run this major version of PostgreSQL instead of the default one (the newest, 18): one of
+   * `OTHER_MAJOR_VERSIONS` (see postgres-binaries.ts), e.g. the source of a major-version move.
+   */
+  majorVersion?: (typeof OTHER_MAJOR_VERSIONS)[number];
 }
 
 /**
@@ -75,6 +85,7 @@ const STOP_TIMEOUT_MS = 15_000;
 const SMART_STOP_GRACE_MS = 2_000;
 
 let binaries: PostgresBinaries | undefined;
+const otherBinaries = new Map<number, PostgresBinaries>();
 const running = new Set<PostgresCluster>();
 
 /**
@@ -223,7 +234,7 @@ export class PostgresCluster {
    * replication slot so no WAL it needs is removed, and `standby.signal`.
    */
   async createStandby(): Promise<PostgresCluster> {
-    const standby = await prepareCluster({ superuserPassword: this.superuserPassword }, false);
+    const standby = await prepareCluster({ superuserPassword: this.superuserPassword }, false, this.binaries);
     const slot = `standby_${randomBytes(4).toString('hex')}`;
     try {
       await this.query('SELECT pg_create_physical_replication_slot($1, true)', [slot]);
@@ -360,8 +371,25 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Postgr
   }
 }
 
-async function prepareCluster(options: ClusterOptions, initialize: boolean): Promise<PostgresCluster> {
-  binaries ??= locatePostgresBinaries();
+/** The default binaries, or those of `major`; each located once per process. */
+function binariesFor(major: ClusterOptions['majorVersion']): PostgresBinaries {
+  if (major === undefined) {
+    binaries ??= locatePostgresBinaries();
+    return binaries;
+  }
+  let found = otherBinaries.get(major);
+  if (!found) {
+    found = locateOtherPostgresBinaries(major);
+    otherBinaries.set(major, found);
+  }
+  return found;
+}
+
+async function prepareCluster(
+  options: ClusterOptions,
+  initialize: boolean,
+  chosen: PostgresBinaries = binariesFor(options.majorVersion),
+): Promise<PostgresCluster> {
   const runId = process.env.HOTLOAD_TEST_RUN_ID ?? 'adhoc';
   // A standby's folder says so, which makes a leaked one easy to recognise.
   const kind = initialize ? '' : 'standby-';
@@ -369,7 +397,7 @@ async function prepareCluster(options: ClusterOptions, initialize: boolean): Pro
   const dataDir = join(runDir, 'data');
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const password = options.superuserPassword ?? randomBytes(18).toString('base64url');
-  const cluster = new PostgresCluster(dataDir, await freePort(), password, binaries, runDir);
+  const cluster = new PostgresCluster(dataDir, await freePort(), password, chosen, runDir);
   try {
     if (initialize) initializeDataDirectory(cluster, password);
     if (initialize && options.tls) configureTls(cluster, options.tls);

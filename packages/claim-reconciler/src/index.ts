@@ -108,6 +108,13 @@ export {
   SecretPublisher,
   secretDirectory,
 } from './folder/secret-publisher.js';
+export {
+  CUTOVER_STRATEGIES,
+  type CutoverReason,
+  type CutoverSettings,
+  type CutoverStrategy,
+  DEFAULT_CUTOVER_SETTINGS,
+} from './migration/cutover-settings.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
 export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';

@@ -12,6 +12,7 @@
  * its deletion policy; the application never left the source.
  */
 
+import { cutoverOptions } from '../migration/cutover-settings.js';
 import { MigrationRefusedError } from '../migration/migration-errors.js';
 import {
   beforeCutover,
@@ -24,6 +25,7 @@ import {
   type DatabaseSession,
   type MigrationEndpoints,
   type MigrationHooks,
+  type MigrationOptions,
   runMigration,
 } from '../migration/online-migration.js';
 import { replicationName } from '../migration/replication-names.js';
@@ -133,7 +135,7 @@ class ClaimMigration {
     const { context, input } = this;
     try {
       const endpoints = await migrationEndpoints(context, this.#state);
-      const final = await runMigration(this.#state, endpoints, this.hooks(), context.migration);
+      const final = await runMigration(this.#state, endpoints, this.hooks(), this.options());
       if (final.migrating !== 'done') {
         return this.outcome(
           'migrating',
@@ -154,6 +156,19 @@ class ClaimMigration {
       await this.save({ ...this.#state, error: message }).catch(() => {});
       return input.fail(error instanceof MigrationRefusedError ? terminal(message) : retryable(message));
     }
+  }
+
+  /**
+   * The migration's settings: the reconciler config's `migration:`, then the options the
+   * reconciler was started with (the CLI's flags), then the claim's `spec.migration`.
+   */
+  private options(): MigrationOptions {
+    const { context, input } = this;
+    return {
+      ...cutoverOptions(context.config.migration),
+      ...context.migration,
+      ...cutoverOptions(input.claim.migration),
+    };
   }
 
   /** The migration's hooks for this claim (also used to abandon). */
@@ -234,6 +249,7 @@ class ClaimMigration {
   }
 
   private async save(state: MigrationState): Promise<void> {
+    if (state.cutoverAt && !this.#state.cutoverAt) this.reportCutover(state);
     this.#state = state;
     this.context.metrics?.migrationLag?.(this.input.claim.key, state.lagBytes, state.lagSeconds);
     let { retired } = this.#status;
@@ -243,6 +259,16 @@ class ClaimMigration {
       this.context.usage.add(state.source);
     }
     await this.write({ ...this.#status, retired, error: state.error ?? state.conflict });
+  }
+
+  private reportCutover(state: MigrationState): void {
+    const started = Date.parse(state.streamingAt ?? state.startedAt);
+    this.context.metrics?.migrationCutover?.(
+      this.input.claim.key,
+      state.cutoverStrategy ?? 'lag-threshold',
+      Math.max(0, (Date.parse(state.cutoverAt!) - started) / 1000),
+      (state.longestWritePauseMillis ?? 0) / 1000,
+    );
   }
 
   private async write(status: ClaimStatus): Promise<void> {

@@ -8,6 +8,7 @@
  */
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { CUTOVER_SETTINGS_SCHEMA, type CutoverSettings } from '../migration/cutover-settings.js';
 import type { DeletionPolicy } from './binding.js';
 import { type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import { CA_CERTIFICATE_KEY, CREDENTIAL_KEYS } from './secret-layout.js';
@@ -117,6 +118,8 @@ export const CLAIM_SPEC_SCHEMA = z.strictObject({
   cutover: z.enum(['Automatic', 'Manual']).optional(),
   /** With `cutover: Manual`: the canary passed, cut over now. */
   cutoverApproved: z.boolean().optional(),
+  /** When an instance change cuts over (overrides the reconciler config's `migration:` per field). */
+  migration: CUTOVER_SETTINGS_SCHEMA.optional(),
   ...unusedFields,
 });
 
@@ -174,6 +177,8 @@ export interface DatabaseClaim {
   readonly cutover?: 'Automatic' | 'Manual';
   /** With `cutover: Manual`: cut over now. */
   readonly cutoverApproved?: boolean;
+  /** `spec.migration`: when an instance change cuts over (see cutover-settings.ts). */
+  readonly migration?: CutoverSettings;
 }
 
 /** Claims and findings from one or more YAML sources. */
@@ -359,6 +364,7 @@ function buildClaim(
     deletionPolicy,
     ...(spec.cutover ? { cutover: spec.cutover } : {}),
     ...(spec.cutoverApproved !== undefined ? { cutoverApproved: spec.cutoverApproved } : {}),
+    ...(spec.migration ? { migration: spec.migration } : {}),
   };
 }
 

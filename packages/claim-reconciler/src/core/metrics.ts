@@ -35,6 +35,17 @@ export interface ReconcilerMetrics {
   migrationFailed?(): void;
   /** Replication lag of a claim's migration, in WAL bytes and seconds (null: unknown). */
   migrationLag?(claim: string, bytes: number | null, seconds: number | null): void;
+  /**
+   * A claim's migration cut over: what started it (`lag-threshold`, `synchronous-apply`,
+   * `fence`), seconds from the start of streaming to the cutover, and the longest write
+   * pause a fence took (0 without one).
+   */
+  migrationCutover?(
+    claim: string,
+    strategy: string,
+    waitSeconds: number,
+    longestWritePauseSeconds: number,
+  ): void;
 }
 
 /**
@@ -62,6 +73,8 @@ export const METRIC_NAMES = {
   migrationsFailed: 'dbclaim_migrations_failed_total',
   migrationLagBytes: 'dbclaim_migration_lag_bytes',
   migrationLagSeconds: 'dbclaim_migration_lag_seconds',
+  migrationCutoverWaitSeconds: 'dbclaim_migration_cutover_wait_seconds',
+  migrationWritePauseSeconds: 'dbclaim_migration_write_pause_seconds',
 } as const;
 
 /** Every state a claim can end a pass in: the `state` label values of `dbclaim_claims`. */
@@ -132,6 +145,18 @@ export function prometheusMetrics(
     register(new client.Gauge({ name, help, labelNames: ['claim'], registers: [] }));
   const lagBytes = gauge(N.migrationLagBytes, 'Replication lag of a claim migration in WAL bytes');
   const lagSeconds = gauge(N.migrationLagSeconds, 'Replication lag of a claim migration in seconds');
+  const cutoverWait = register(
+    new client.Gauge({
+      name: N.migrationCutoverWaitSeconds,
+      help: 'Seconds from streaming to cutover of the last migration of a claim, by what started the cutover',
+      labelNames: ['claim', 'strategy'],
+      registers: [],
+    }),
+  );
+  const writePause = gauge(
+    N.migrationWritePauseSeconds,
+    'Longest write pause on the source during the last migration of a claim',
+  );
   return {
     usersCreated(count, seconds) {
       usersCreated.inc(count);
@@ -164,6 +189,10 @@ export function prometheusMetrics(
     migrationLag(claim, bytes, seconds) {
       if (bytes !== null) lagBytes.set({ claim }, bytes);
       if (seconds !== null) lagSeconds.set({ claim }, seconds);
+    },
+    migrationCutover(claim, strategy, waitSeconds, longestWritePauseSeconds) {
+      cutoverWait.set({ claim, strategy }, waitSeconds);
+      writePause.set({ claim }, longestWritePauseSeconds);
     },
   };
 }

@@ -9,6 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { z } from 'zod';
+import { CUTOVER_SETTINGS_SCHEMA, type CutoverSettings } from '../migration/cutover-settings.js';
 import { type DeletionPolicy, parseDeletionPolicy } from './claim-schema.js';
 import type { PasswordSettings } from './password-generator.js';
 import { describeField, type Problem, problemsFromZod, yamlErrorText } from './problems.js';
@@ -61,6 +62,8 @@ export interface ReconcilerConfig {
   readonly fragmentKeys: ReadonlyMap<string, FragmentKey>;
   /** Policy for claims and fragment keys that do not set one; default `Orphan`. */
   readonly defaultDeletionPolicy: DeletionPolicy;
+  /** When online migrations cut over (`migration:`); a claim's `spec.migration` overrides it per field. */
+  readonly migration?: CutoverSettings;
   /** Warnings found while loading (unused fields). */
   readonly warnings: readonly Problem[];
 }
@@ -144,6 +147,7 @@ const settingsSchema = z.strictObject({
   defaultSslMode: z.enum(SSL_MODES).optional(),
   defaultSslRootCert: z.string().min(1).optional(),
   defaultDeletionPolicy: z.string().optional(),
+  migration: CUTOVER_SETTINGS_SCHEMA.optional(),
   ...Object.fromEntries(SETTINGS_UNUSED.map((key) => [key, z.unknown().optional()])),
 });
 const SETTINGS_KEYS = new Set(Object.keys(settingsSchema.shape));
@@ -210,6 +214,7 @@ export function parseReconcilerConfig(text: string, file: string): ReconcilerCon
     },
     fragmentKeys,
     defaultDeletionPolicy,
+    migration: s.migration ?? {},
     warnings: problems.filter((problem) => problem.severity === 'warning'),
   };
 }

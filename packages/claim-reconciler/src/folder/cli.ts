@@ -17,6 +17,8 @@ import { type MetricsServer, startMetricsServer } from '../core/metrics-server.j
 import { formatProblem } from '../core/problems.js';
 import { ConfigError } from '../core/reconciler-config.js';
 import type { Step, StepHook } from '../core/steps.js';
+import { CUTOVER_SETTINGS_SCHEMA, cutoverOptions } from '../migration/cutover-settings.js';
+import type { MigrationOptions } from '../migration/online-migration.js';
 import { PreflightError } from './preflight.js';
 import { EXIT_CODES, type ReconcileFilesResult, reconcileFiles } from './reconcile-files.js';
 import { DEFAULT_MAX_DELETIONS } from './reconciler.js';
@@ -25,6 +27,8 @@ const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claim
          [--watch] [--resync-seconds <n>] [--rotate] [--prune] [--max-deletions <n>]
          [--dry-run] [--take-over] [--json] [--concurrency <n>]
          [--metrics-port <port>] [--metrics-host <host>]
+         [--cutover-strategy synchronous-apply|fence|wait] [--max-cutover-lag-bytes <n>]
+         [--max-catch-up-seconds <n>] [--max-write-pause-ms <n>]
        hotload-claim-reconciler --help | --version
 
   --config           reconciler config (fragment keys, passwordConfig)
@@ -47,6 +51,15 @@ const USAGE = `usage: hotload-claim-reconciler reconcile --config <file> --claim
   --metrics-port     with --watch: serve Prometheus metrics on http://<host>:<port>/metrics
                      (needs the prom-client package; 0 picks a free port, printed on stderr)
   --metrics-host     address the metrics endpoint listens on; default 0.0.0.0
+  --cutover-strategy      how a migration whose lag stays above --max-cutover-lag-bytes for
+                          --max-catch-up-seconds cuts over: synchronous-apply (default; source
+                          commits wait for the target), fence (writes pause at most
+                          --max-write-pause-ms) or wait (the lag threshold only)
+  --max-cutover-lag-bytes cutover starts once the target is this close; default 65536
+  --max-catch-up-seconds  how long to wait for that before the strategy acts; default 10
+  --max-write-pause-ms    longest write pause of a fence; default 2000
+                          (these four override the config's migration: section; a claim's
+                          spec.migration overrides them)
   -h, --help         print this help
   --version          print the version
 
@@ -67,6 +80,7 @@ interface CliOptions {
   concurrency: number;
   metricsPort: number | undefined;
   metricsHost: string;
+  migration: MigrationOptions;
 }
 
 /** What the command line asks for: a reconcile, or help/version printed. */
@@ -125,6 +139,7 @@ function parseCli(argv: string[]): CliRequest {
       concurrency,
       metricsPort,
       metricsHost: values['metrics-host'],
+      migration: migrationFlags(values),
     },
   };
 }
@@ -144,9 +159,37 @@ const OPTIONS = {
   concurrency: { type: 'string', default: '8' },
   'metrics-port': { type: 'string' },
   'metrics-host': { type: 'string', default: '0.0.0.0' },
+  'cutover-strategy': { type: 'string' },
+  'max-cutover-lag-bytes': { type: 'string' },
+  'max-catch-up-seconds': { type: 'string' },
+  'max-write-pause-ms': { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
   version: { type: 'boolean', default: false },
 } as const;
+
+/** The migration flags, validated as the config's `migration:` section is. */
+function migrationFlags(values: Record<string, string | boolean | undefined>): MigrationOptions {
+  const flags = {
+    cutoverStrategy: ['cutover-strategy', values['cutover-strategy']],
+    maxCutoverLagBytes: ['max-cutover-lag-bytes', values['max-cutover-lag-bytes']],
+    maxCatchUpSeconds: ['max-catch-up-seconds', values['max-catch-up-seconds']],
+    maxWritePauseMillis: ['max-write-pause-ms', values['max-write-pause-ms']],
+  } as const;
+  const given = Object.fromEntries(
+    Object.entries(flags).flatMap(([key, [, value]]) =>
+      value === undefined
+        ? []
+        : [[key, typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value]],
+    ),
+  );
+  const parsed = CUTOVER_SETTINGS_SCHEMA.safeParse(given);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const flag = flags[issue.path[0] as keyof typeof flags]?.[0] ?? 'migration flag';
+    throw new UsageError(`--${flag}: ${issue.message}`);
+  }
+  return cutoverOptions(parsed.data);
+}
 
 function wholeNumber(text: string, flag: string, min: number): number {
   const value = Number(text);
@@ -246,6 +289,7 @@ async function runPass(
       dryRun: options.dryRun,
       takeOver: options.takeOver,
       concurrency: options.concurrency,
+      migration: options.migration,
       onStep: options.dryRun ? dryRunHook(options.json, planned) : onStep,
       metrics,
       onOutcome: options.json ? undefined : printOutcome,

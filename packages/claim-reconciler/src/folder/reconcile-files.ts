@@ -7,6 +7,7 @@ import type { ReconcilerMetrics } from '../core/metrics.js';
 import type { Problem } from '../core/problems.js';
 import { loadReconcilerConfig } from '../core/reconciler-config.js';
 import type { StepHook } from '../core/steps.js';
+import type { MigrationOptions } from '../migration/online-migration.js';
 import { loadClaimsFromDirectory } from './claim-files.js';
 import { checkClaimsFolder, checkOutputFolder } from './preflight.js';
 import { type ClaimOutcome, type PassOptions, type PassResult, Reconciler } from './reconciler.js';
@@ -52,6 +53,8 @@ export interface ReconcileFilesOptions {
   readonly now?: () => Date;
   /** Metrics sink (see {@link prometheusMetrics}); none by default. */
   readonly metrics?: ReconcilerMetrics;
+  /** Migration settings over the config's `migration:` (see {@link ReconcilerOptions.migration}). */
+  readonly migration?: MigrationOptions;
   /** A pino-compatible logger: one line per claim outcome. Default: silent. */
   readonly logger?: HotloadLogger;
 }
@@ -87,6 +90,7 @@ export async function reconcileFiles(options: ReconcileFilesOptions): Promise<Re
     concurrency: options.concurrency,
     metrics: options.metrics,
     logger: options.logger,
+    migration: options.migration,
   });
   for (let i = 0; i < errors.length; i++) options.metrics?.claimLoadError();
   const result = await reconciler.reconcile(loaded.claims, {

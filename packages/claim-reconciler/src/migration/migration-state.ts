@@ -16,6 +16,7 @@
  * target. Never holds a password.
  */
 import type { Binding } from '../core/binding.js';
+import type { CutoverReason } from './cutover-settings.js';
 import type { SynchronousApplyUnavailable } from './synchronous-apply.js';
 
 /** A migration phase (see the file comment). */
@@ -59,6 +60,16 @@ export interface MigrationState {
   readonly canarySecret: string | null;
   /** A replication conflict holding the migration (source and slot are kept meanwhile). */
   readonly conflict: string | null;
+  /** When every table was copied and changes started to stream (the wait for the cutover began). */
+  readonly streamingAt: string | null;
+  /**
+   * What started the cutover: `lag-threshold`, the lag fell below `maxCutoverLagBytes` on
+   * its own; `synchronous-apply` or `fence`, it did not within `maxCatchUpMillis` and that
+   * strategy made it fall (see cutover-settings.ts). Null before the cutover.
+   */
+  readonly cutoverStrategy: CutoverReason | null;
+  /** Longest write pause a fence took on the source, in ms (null: no fence ran). */
+  readonly longestWritePauseMillis: number | null;
   /** When the secret was republished to point at the target. */
   readonly cutoverAt: string | null;
   /** The source WAL position the target had to confirm before the link was dropped. */
@@ -103,6 +114,9 @@ export function newMigration(options: {
     lagSeconds: null,
     canarySecret: null,
     conflict: null,
+    streamingAt: null,
+    cutoverStrategy: null,
+    longestWritePauseMillis: null,
     cutoverAt: null,
     finalLsn: null,
     finalConfirmedAt: null,

@@ -9,6 +9,7 @@
  */
 
 import { type ApplyErrorWatch, watchApplyErrors } from './apply-error-watch.js';
+import { type CutoverStrategy, DEFAULT_CUTOVER_SETTINGS } from './cutover-settings.js';
 import { ReplicationConflictError } from './migration-errors.js';
 import type { MigrationState } from './migration-state.js';
 import { ReplicationLink, type SourceAddress } from './replication-link.js';
@@ -21,14 +22,19 @@ import {
   readReplicationProgress,
 } from './replication-progress.js';
 import { copySchema, verifySchema } from './schema-copy.js';
+import { readSequences, sequenceGap } from './sequence-gap.js';
 import { advanceSequences } from './sequence-sync.js';
 import { drainSource } from './source-drain.js';
 import type { DatabaseSession, SqlClient } from './sql-client.js';
-import { SynchronousApply } from './synchronous-apply.js';
+import { SynchronousApply, type SynchronousApplyUnavailable } from './synchronous-apply.js';
+import { raiseWriteFence } from './write-fence.js';
 
 /** Tunables of a migration; every field has a default. */
 export interface MigrationOptions {
-  /** Steps each target sequence is set past its source twin at cutover. Default 10000. */
+  /**
+   * Fewest steps each target sequence is set past its source twin at cutover (more when
+   * the source uses them fast: see sequence-gap.ts). Default 10000.
+   */
   readonly sequenceGap?: number;
   /** How long the source's application sessions may take to leave before they are terminated. Default 30 s. */
   readonly drainGraceMillis?: number;
@@ -36,6 +42,15 @@ export interface MigrationOptions {
   readonly waitMillis?: number;
   /** Cutover starts once the target is at most this many WAL bytes behind. Default 64 KiB. */
   readonly maxCutoverLagBytes?: number;
+  /**
+   * How long, from the start of streaming, the lag may stay above `maxCutoverLagBytes`
+   * before `cutoverStrategy` makes it fall. Default 10 s.
+   */
+  readonly maxCatchUpMillis?: number;
+  /** What brings a lag that stays high to the cutover (see cutover-settings.ts). Default `synchronous-apply`. */
+  readonly cutoverStrategy?: CutoverStrategy;
+  /** Longest write pause on the source a `fence` may take. Default 2 s. */
+  readonly maxWritePauseMillis?: number;
   /** How long apply errors may persist without progress before they are reported as a conflict. Default 10 s. */
   readonly conflictGraceMillis?: number;
   /** Interval between progress readings. Default 100 ms. */
@@ -78,7 +93,10 @@ const DEFAULTS = {
   sequenceGap: 10_000,
   drainGraceMillis: 30_000,
   waitMillis: 120_000,
-  maxCutoverLagBytes: 64 * 1024,
+  maxCutoverLagBytes: DEFAULT_CUTOVER_SETTINGS.maxCutoverLagBytes,
+  maxCatchUpMillis: DEFAULT_CUTOVER_SETTINGS.maxCatchUpSeconds * 1000,
+  cutoverStrategy: DEFAULT_CUTOVER_SETTINGS.cutoverStrategy,
+  maxWritePauseMillis: DEFAULT_CUTOVER_SETTINGS.maxWritePauseMillis,
   conflictGraceMillis: 10_000,
   pollMillis: 100,
 } satisfies Required<MigrationOptions>;
@@ -201,35 +219,52 @@ class MigrationPass {
         const progressed = { ...state, ...progressFields(reading.progress) };
         if (!reading.reached) return pause(progressed);
         const rowsCopied = await countRows(target, state.tables);
-        return go({ ...progressed, migrating: 'streaming', rowsCopied });
+        const streamingAt = new Date().toISOString();
+        return go({ ...progressed, migrating: 'streaming', rowsCopied, streamingAt });
       }
       case 'streaming': {
         if (!(await link.hasSubscription(target))) return go(recopy(state));
+        // A state saved before the field existed starts its catch-up bound now.
+        const streamingAt = state.streamingAt ?? new Date().toISOString();
+        const forcing = settings.cutoverStrategy !== 'wait';
+        const forceAt = Date.parse(streamingAt) + settings.maxCatchUpMillis;
         // Every table ready again too: a target that restarted may be copying a table anew.
         const reading = await this.waitFor(
           link,
           state,
           (p) => allTablesReady(p) && p.lagBytes !== null && p.lagBytes <= settings.maxCutoverLagBytes,
+          undefined,
+          forcing ? forceAt : undefined,
         );
-        const progressed = { ...state, ...progressFields(reading.progress) };
-        if (!reading.reached) return pause(progressed);
+        const progressed = { ...state, streamingAt, ...progressFields(reading.progress) };
+        const mayForce = forcing && Date.now() >= forceAt && allTablesReady(reading.progress);
+        if (!reading.reached && !mayForce) return pause(progressed);
         if (state.manualCutover && !hooks.cutoverApproved) {
           const canarySecret = await hooks.publishCanary();
           return pause({ ...progressed, canarySecret });
         }
-        return go({ ...progressed, migrating: 'cutover' });
+        if (reading.reached)
+          return go({ ...progressed, migrating: 'cutover', cutoverStrategy: 'lag-threshold' });
+        return this.forceCatchUp(link, progressed);
       }
       case 'cutover': {
         if (!(await link.hasSubscription(target))) {
           await this.apply.release(source); // a killed pass may have held it for the lost subscription
           return go(recopy(state));
         }
+        const sequencesBefore = await readSequences(source);
         // DDL run on the source since the copy is not replicated: stop before the move.
         await verifySchema(source, target);
         // From here until the source's sessions are gone, both instances take writes.
         const held = await this.holdSynchronousApply(link, state);
         if ('stop' in held) return held;
-        await advanceSequences(source, target, settings.sequenceGap, this.step);
+        const gap = await sequenceGap(
+          source,
+          sequencesBefore,
+          settings.sequenceGap,
+          settings.drainGraceMillis,
+        );
+        await advanceSequences(source, target, gap, this.step);
         await hooks.publishTarget();
         return go({ ...held, migrating: 'draining', cutoverAt: new Date().toISOString() });
       }
@@ -291,15 +326,39 @@ class MigrationPass {
    * Holds synchronous apply (see synchronous-apply.ts) once the target has caught up with
    * the source: a conflict is reported here, and no commit starts waiting for a subscriber
    * that is stuck or far behind. Returns the state saying how writes are ordered, or a
-   * pause when the target did not catch up within `waitMillis`.
+   * pause when the target did not catch up within `waitMillis`. With the
+   * `synchronous-apply` strategy the catch-up waits at most `maxCatchUpMillis`: under writes
+   * faster than the target applies, every moment spent waiting adds backlog that the
+   * commits will wait for once the hold is on, so past that it holds at once.
    */
   private async holdSynchronousApply(
     link: ReplicationLink,
     state: MigrationState,
   ): Promise<MigrationState | Advanced> {
-    const caughtUp = await this.waitFor(link, state, () => false, await finalWalPosition(this.source));
+    const { cutoverStrategy, maxCatchUpMillis } = this.settings;
+    const bounded = cutoverStrategy === 'synchronous-apply';
+    const position = await finalWalPosition(this.source);
+    const caughtUp = await this.waitFor(
+      link,
+      state,
+      () => false,
+      position,
+      bounded ? Date.now() + maxCatchUpMillis : undefined,
+    );
     const progressed = { ...state, ...progressFields(caughtUp.progress) };
-    if (!caughtUp.reached) return pause(progressed);
+    if (!caughtUp.reached && !bounded) return pause(progressed);
+    const unavailable = await this.startSynchronousApply(link);
+    return { ...progressed, synchronousApply: unavailable ?? 'held' };
+  }
+
+  /**
+   * Names the subscription as the source's synchronous standby now, and watches for apply
+   * errors while it is. Resolves once commits wait for the target, which has then applied
+   * everything committed before (the backlog is drained); or why it is not available.
+   */
+  private async startSynchronousApply(
+    link: ReplicationLink,
+  ): Promise<SynchronousApplyUnavailable | undefined> {
     const unavailable = await this.apply.hold(this.source, Date.now() + this.settings.waitMillis);
     if (unavailable === undefined) {
       this.watch ??= watchApplyErrors({
@@ -310,7 +369,66 @@ class MigrationPass {
         onErrors: (source) => this.apply.release(source),
       });
     }
-    return { ...progressed, synchronousApply: unavailable ?? 'held' };
+    return unavailable;
+  }
+
+  /**
+   * The lag stayed above the threshold for `maxCatchUpMillis`: make it fall. With
+   * `synchronous-apply` the source's commits wait for the target from now on (no catch-up
+   * first: under writes faster than the target applies, a catch-up never ends), so once the
+   * hold is effective the target has applied the backlog and cannot fall behind again; the
+   * cutover keeps it held. Where the source does not allow that, or with `fence`, the
+   * writes pause instead (see {@link MigrationPass.fencedCatchUp}).
+   */
+  private async forceCatchUp(link: ReplicationLink, state: MigrationState): Promise<Advanced> {
+    if (this.settings.cutoverStrategy === 'synchronous-apply') {
+      const unavailable = await this.startSynchronousApply(link);
+      if (unavailable === undefined) {
+        return go({ ...state, migrating: 'cutover', cutoverStrategy: 'synchronous-apply' });
+      }
+    }
+    return this.fencedCatchUp(link, state);
+  }
+
+  /**
+   * Pauses writes on the source (write-fence.ts) while the target confirms the source's
+   * position, for at most `maxWritePauseMillis`, then lets them go on. Caught up while fenced,
+   * the migration cuts over; a target that needs longer leaves it in `streaming`, and the
+   * next pass fences again. The backlog a fence must drain is what piled up in
+   * `maxCatchUpMillis`: under writes faster than the target applies, a fence drains it only
+   * if the pause allowed is long enough, which is why `synchronous-apply` is the default.
+   */
+  private async fencedCatchUp(link: ReplicationLink, state: MigrationState): Promise<Advanced> {
+    const { maxWritePauseMillis } = this.settings;
+    await this.step('fence-source-writes');
+    let fence: Awaited<ReturnType<typeof raiseWriteFence>>;
+    try {
+      fence = await raiseWriteFence(this.endpoints.source, state.tables, maxWritePauseMillis);
+    } catch (error) {
+      // 55P03: a transaction held a table for longer than the pause may last; try again later.
+      if ((error as { code?: string }).code === '55P03') return pause(state);
+      throw error;
+    }
+    let pausedMillis: number;
+    let reading: Awaited<ReturnType<MigrationPass['waitFor']>>;
+    try {
+      const position = await finalWalPosition(this.source);
+      const deadline = Date.now() + maxWritePauseMillis - (performance.now() - fence.since);
+      reading = await this.waitFor(link, state, () => false, position, deadline);
+      // Caught up and nothing written since: synchronous apply takes effect at once now and
+      // keeps it so when the writes go on (the cutover holds it anyway; where it is not
+      // available the cutover says why).
+      if (reading.reached) await this.startSynchronousApply(link);
+    } finally {
+      pausedMillis = await fence.lower();
+    }
+    const progressed: MigrationState = {
+      ...state,
+      ...progressFields(reading.progress),
+      longestWritePauseMillis: Math.max(state.longestWritePauseMillis ?? 0, Math.round(pausedMillis)),
+    };
+    if (!reading.reached) return pause(progressed);
+    return go({ ...progressed, migrating: 'cutover', cutoverStrategy: 'fence' });
   }
 
   /** Ends the apply-error watch; says whether it released synchronous apply. */
@@ -324,7 +442,7 @@ class MigrationPass {
 
   /**
    * Polls the link until `goal` holds (or, with `lsn`, until the target confirmed it), for
-   * at most `waitMillis`. Apply errors that keep coming for `conflictGraceMillis` without
+   * at most `waitMillis` (and not past `until`, a `Date.now()` time, when given). Apply errors that keep coming for `conflictGraceMillis` without
    * the goal being reached are a conflict: saved in the state and thrown, with the source
    * and the slot left in place.
    */
@@ -333,9 +451,10 @@ class MigrationPass {
     state: MigrationState,
     goal: (progress: ReplicationProgress) => boolean,
     lsn?: string,
+    until?: number,
   ): Promise<{ reached: boolean; progress: ReplicationProgress }> {
     const { settings } = this;
-    const deadline = Date.now() + settings.waitMillis;
+    const deadline = Math.min(Date.now() + settings.waitMillis, until ?? Number.POSITIVE_INFINITY);
     // The counters are cumulative (an error fixed long ago still counts), so a conflict is
     // errors that keep coming: the apply worker retries a failing change every
     // wal_retrieve_retry_interval, and each retry adds one.
