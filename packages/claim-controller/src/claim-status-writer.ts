@@ -4,7 +4,7 @@
  * read it) is handled by reading it again and retrying, never by overwriting blindly.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { ClaimStatus } from 'hotload-claim-reconciler';
+import { type ClaimStatus, storedMigration } from 'hotload-claim-reconciler';
 import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
 import { type ConditionInput, nextConditions } from './claim-conditions.js';
 import type { ClaimResource, ClaimResourceStatus } from './claim-resource.js';
@@ -46,6 +46,7 @@ export function stateFromStatus(
     userUpdatedAt: status.userUpdatedAt ?? null,
     retired: status.retired ?? [],
     deleting: false,
+    ...(status.migration === undefined ? {} : { migration: storedMigration(status.migration) }),
   };
 }
 

@@ -94,7 +94,7 @@ describeOnControlPlane('an online move in controller mode', () => {
       await load.moreSucceeded(50);
 
       // The move: one field of the claim, with a manual cutover (a canary first).
-      type Migration = { migrating?: string; canarySecret?: string | null };
+      type Migration = { phase?: string; canarySecret?: string | null };
       const migrationOf = (object: KubeObject) =>
         (object.status as { migration?: Migration } | undefined)?.migration;
       const canary = nextChange(
@@ -126,7 +126,7 @@ describeOnControlPlane('an online move in controller mode', () => {
         (c) =>
           c.plural === CLAIM_PLURAL &&
           c.object.metadata.name === 'ledger' &&
-          migrationOf(c.object)?.migrating === 'done',
+          migrationOf(c.object)?.phase === 'done',
       );
       await bed.objects.patch(CLAIM_PLURAL, 'moves', 'ledger', { spec: { cutoverApproved: true } });
       await switched;

@@ -116,6 +116,11 @@ export {
   DEFAULT_CUTOVER_SETTINGS,
 } from './migration/cutover-settings.js';
 export { MigrationRefusedError, ReplicationConflictError } from './migration/migration-errors.js';
-export { MIGRATION_PHASES, type MigrationPhase, type MigrationState } from './migration/migration-state.js';
+export {
+  MIGRATION_PHASES,
+  type MigrationPhase,
+  type MigrationState,
+  storedMigration,
+} from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';
 export type { SynchronousApplyUnavailable } from './migration/synchronous-apply.js';

@@ -136,10 +136,10 @@ class ClaimMigration {
     try {
       const endpoints = await migrationEndpoints(context, this.#state);
       const final = await runMigration(this.#state, endpoints, this.hooks(), this.options());
-      if (final.migrating !== 'done') {
+      if (final.phase !== 'done') {
         return this.outcome(
           'migrating',
-          `${final.migrating}${final.canarySecret ? ' (waiting for cutoverApproved)' : ''}`,
+          `${final.phase}${final.canarySecret ? ' (waiting for cutoverApproved)' : ''}`,
         );
       }
       context.metrics?.migrationCompleted?.();
@@ -152,7 +152,7 @@ class ClaimMigration {
     } catch (error) {
       if (error instanceof DryRunStop) return this.dryRunOutcome(error);
       context.metrics?.migrationFailed?.();
-      const message = `migration to ${describe(this.#state.target)} (${this.#state.migrating}): ${errorMessage(error)}`;
+      const message = `migration to ${describe(this.#state.target)} (${this.#state.phase}): ${errorMessage(error)}`;
       await this.save({ ...this.#state, error: message }).catch(() => {});
       return input.fail(error instanceof MigrationRefusedError ? terminal(message) : retryable(message));
     }
@@ -253,7 +253,7 @@ class ClaimMigration {
     this.#state = state;
     this.context.metrics?.migrationLag?.(this.input.claim.key, state.lagBytes, state.lagSeconds);
     let { retired } = this.#status;
-    if (state.migrating === 'done' && !retired.some((b) => sameDatabase(b, state.source))) {
+    if (state.phase === 'done' && !retired.some((b) => sameDatabase(b, state.source))) {
       // Recorded in the same write as `done`, so no crash loses track of the source.
       retired = [...retired, state.source];
       this.context.usage.add(state.source);
@@ -278,7 +278,7 @@ class ClaimMigration {
 
   /** The outcome of a dry run stopped at `stop`. */
   dryRunOutcome(stop: DryRunStop): ClaimReconcile {
-    return this.outcome('migrating', `${this.#state.migrating} (${stop.message})`);
+    return this.outcome('migrating', `${this.#state.phase} (${stop.message})`);
   }
 
   private outcome(result: 'migrating' | 'moved', phase: string, error?: string): ClaimReconcile {

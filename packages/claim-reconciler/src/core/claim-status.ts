@@ -38,7 +38,7 @@ export interface ClaimStatus {
   readonly deleting: boolean;
   /**
    * The online migration of an instance change, while it runs and after it finished (until
-   * the next one); null when the claim never moved. `migration.migrating` is its phase.
+   * the next one); null when the claim never moved. `migration.phase` is its phase.
    */
   readonly migration?: MigrationState | null;
 }

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import type { StatusStore } from '../core/claim-ports.js';
 import type { ClaimStatus } from '../core/claim-status.js';
 import { performStep, type StepHook } from '../core/steps.js';
+import { storedMigration } from '../migration/migration-state.js';
 
 /** Suffix of status files; secret names may not contain it. */
 export const STATUS_SUFFIX = '.status.json';
@@ -23,7 +24,12 @@ export async function readStatus(path: string): Promise<ClaimStatus | undefined>
   try {
     const value = JSON.parse(await readFile(path, 'utf8')) as ClaimStatus;
     return typeof value.claim === 'string' && typeof value.secretName === 'string'
-      ? { ...value, retired: value.retired ?? [], deleting: value.deleting ?? false }
+      ? {
+          ...value,
+          retired: value.retired ?? [],
+          deleting: value.deleting ?? false,
+          ...(value.migration === undefined ? {} : { migration: storedMigration(value.migration) }),
+        }
       : undefined;
   } catch {
     return undefined;

@@ -35,7 +35,7 @@ export const MIGRATION_PHASES: readonly MigrationPhase[] = [
 /** One migration, as persisted in the status file. */
 export interface MigrationState {
   /** The phase the migration is in (see {@link MIGRATION_PHASES}). */
-  readonly migrating: MigrationPhase;
+  readonly phase: MigrationPhase;
   /** Where the database was: the application stays there until the cutover. */
   readonly source: Binding;
   /** Where the database moves to. */
@@ -101,7 +101,7 @@ export function newMigration(options: {
   now: Date;
 }): MigrationState {
   return {
-    migrating: 'schema',
+    phase: 'schema',
     source: options.source,
     target: options.target,
     replicationName: options.replicationName,
@@ -129,10 +129,22 @@ export function newMigration(options: {
 
 /** True while the application may still be sent back to the source (nothing published). */
 export function beforeCutover(state: MigrationState): boolean {
-  return state.migrating === 'schema' || state.migrating === 'copying' || state.migrating === 'streaming';
+  return state.phase === 'schema' || state.phase === 'copying' || state.phase === 'streaming';
 }
 
 /** True while a migration is under way (not finished). */
 export function inProgress(state: MigrationState | null | undefined): state is MigrationState {
-  return state !== null && state !== undefined && state.migrating !== 'done';
+  return state !== null && state !== undefined && state.phase !== 'done';
+}
+
+/**
+ * A migration state as stored (a status file, a claim's status), as this version reads it:
+ * a state written before the phase was called `phase` holds it as `migrating`.
+ */
+export function storedMigration(value: unknown): MigrationState | null {
+  if (value === null || typeof value !== 'object') return null;
+  const { migrating, ...state } = value as Partial<MigrationState> & { migrating?: MigrationPhase };
+  return (
+    state.phase === undefined && migrating !== undefined ? { ...state, phase: migrating } : state
+  ) as MigrationState;
 }

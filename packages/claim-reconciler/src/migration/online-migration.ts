@@ -184,7 +184,7 @@ class MigrationPass {
     let state = initial;
     const link = new ReplicationLink(state.replicationName, this.step);
     try {
-      while (state.migrating !== 'done') {
+      while (state.phase !== 'done') {
         const next = await this.advance(state, link);
         state = next.state;
         await this.hooks.save(state);
@@ -199,11 +199,11 @@ class MigrationPass {
   /** One phase step from `state` (never `done`). */
   private async advance(state: MigrationState, link: ReplicationLink): Promise<Advanced> {
     const { source, target, endpoints, hooks, settings } = this;
-    switch (state.migrating) {
+    switch (state.phase) {
       case 'schema': {
         await checkReplicationPrerequisites(source, target, endpoints.describe);
         const copy = await copySchema(source, target, endpoints.baseRole, this.step);
-        return go({ ...state, migrating: 'copying', tables: copy.tables, error: null });
+        return go({ ...state, phase: 'copying', tables: copy.tables, error: null });
       }
       case 'copying': {
         await checkReplicationPrerequisites(source, target, endpoints.describe);
@@ -220,7 +220,7 @@ class MigrationPass {
         if (!reading.reached) return pause(progressed);
         const rowsCopied = await countRows(target, state.tables);
         const streamingAt = new Date().toISOString();
-        return go({ ...progressed, migrating: 'streaming', rowsCopied, streamingAt });
+        return go({ ...progressed, phase: 'streaming', rowsCopied, streamingAt });
       }
       case 'streaming': {
         if (!(await link.hasSubscription(target))) return go(recopy(state));
@@ -243,8 +243,7 @@ class MigrationPass {
           const canarySecret = await hooks.publishCanary();
           return pause({ ...progressed, canarySecret });
         }
-        if (reading.reached)
-          return go({ ...progressed, migrating: 'cutover', cutoverStrategy: 'lag-threshold' });
+        if (reading.reached) return go({ ...progressed, phase: 'cutover', cutoverStrategy: 'lag-threshold' });
         return this.forceCatchUp(link, progressed);
       }
       case 'cutover': {
@@ -266,7 +265,7 @@ class MigrationPass {
         );
         await advanceSequences(source, target, gap, this.step);
         await hooks.publishTarget();
-        return go({ ...held, migrating: 'draining', cutoverAt: new Date().toISOString() });
+        return go({ ...held, phase: 'draining', cutoverAt: new Date().toISOString() });
       }
       case 'draining': {
         // Resuming a killed pass that held it: the sessions left on the source are ordered again.
@@ -310,7 +309,7 @@ class MigrationPass {
         if (state.canarySecret) await hooks.removeCanary();
         return go({
           ...progressed,
-          migrating: 'done',
+          phase: 'done',
           canarySecret: null,
           lagBytes: 0,
           lagSeconds: 0,
@@ -384,7 +383,7 @@ class MigrationPass {
     if (this.settings.cutoverStrategy === 'synchronous-apply') {
       const unavailable = await this.startSynchronousApply(link);
       if (unavailable === undefined) {
-        return go({ ...state, migrating: 'cutover', cutoverStrategy: 'synchronous-apply' });
+        return go({ ...state, phase: 'cutover', cutoverStrategy: 'synchronous-apply' });
       }
     }
     return this.fencedCatchUp(link, state);
@@ -428,7 +427,7 @@ class MigrationPass {
       longestWritePauseMillis: Math.max(state.longestWritePauseMillis ?? 0, Math.round(pausedMillis)),
     };
     if (!reading.reached) return pause(progressed);
-    return go({ ...progressed, migrating: 'cutover', cutoverStrategy: 'fence' });
+    return go({ ...progressed, phase: 'cutover', cutoverStrategy: 'fence' });
   }
 
   /** Ends the apply-error watch; says whether it released synchronous apply. */
@@ -486,7 +485,7 @@ class MigrationPass {
  * source, so the target's tables are emptied and copied again.
  */
 function recopy(state: MigrationState): MigrationState {
-  return { ...state, migrating: 'copying', tablesReady: 0, rowsCopied: null };
+  return { ...state, phase: 'copying', tablesReady: 0, rowsCopied: null };
 }
 
 /**

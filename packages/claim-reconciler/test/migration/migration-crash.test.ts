@@ -83,7 +83,7 @@ async function expectConverged(claimsDir: string, out: string, name: string): Pr
     await withSecretClient(dir, async (c) => (await c.query('SELECT count(*)::int AS n FROM t')).rows),
   ).toEqual([{ n: ROWS }]);
   const status = await readStatus(statusPath(out, 'default', name.replace(/_/g, '-')));
-  expect(status).toMatchObject({ error: null, retired: [], migration: { migrating: 'done' } });
+  expect(status).toMatchObject({ error: null, retired: [], migration: { phase: 'done' } });
   const link = replicationName(`default/${name.replace(/_/g, '-')}`, `${b.host}:${b.port}/${name}`);
   expect({
     slots: await on(a, 'postgres', 'SELECT 1 FROM pg_replication_slots WHERE slot_name = $1', [link]),

@@ -138,6 +138,6 @@ describe('a move to a newer PostgreSQL major', () => {
       await target.end();
     }
     const status = await readStatus(statusPath(out, 'default', 'upgrade'));
-    expect(status?.migration).toMatchObject({ migrating: 'done', error: null, synchronousApply: 'held' });
+    expect(status?.migration).toMatchObject({ phase: 'done', error: null, synchronousApply: 'held' });
   });
 });

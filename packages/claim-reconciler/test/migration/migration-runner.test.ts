@@ -167,7 +167,7 @@ describe('online migration state machine', () => {
     const initial = moveFromAToB(name, 'hotload_mig_runner', { manualCutover: true });
     const ends = endpoints(a, b, name);
     const waiting = await runMigration(initial, ends, hooks, { drainGraceMillis: 1000 });
-    expect(waiting).toMatchObject({ migrating: 'streaming', rowsCopied: 1010, canarySecret: 'app-canary' });
+    expect(waiting).toMatchObject({ phase: 'streaming', rowsCopied: 1010, canarySecret: 'app-canary' });
     expect(hooks.published).toBe(0);
     expect(await replicationObjects(name)).toEqual({ slots: 1, pubs: 1, subs: 1, logins: 1 });
 
@@ -177,9 +177,9 @@ describe('online migration state machine', () => {
     );
     hooks.cutoverApproved = true;
     const done = await runMigration(waiting, ends, hooks, { drainGraceMillis: 1000 });
-    expect(done).toMatchObject({ migrating: 'done', canarySecret: null, lagBytes: 0 });
+    expect(done).toMatchObject({ phase: 'done', canarySecret: null, lagBytes: 0 });
     expect(hooks.published).toBe(1);
-    expect(hooks.saved.map((s) => s.migrating)).toEqual([
+    expect(hooks.saved.map((s) => s.phase)).toEqual([
       'copying',
       'streaming',
       'streaming',
@@ -216,7 +216,7 @@ describe('online migration state machine', () => {
     const options = { drainGraceMillis: 1000, conflictGraceMillis: 300, waitMillis: 10_000 };
     const initial = moveFromAToB(name, 'hotload_mig_conflict', { manualCutover: true });
     const streaming = await runMigration(initial, ends, hooks, options);
-    expect(streaming.migrating).toBe('streaming');
+    expect(streaming.phase).toBe('streaming');
     // A write that reached the target directly collides with one replicated from the source.
     await withDatabase(b, name, (c) => c.query(`INSERT INTO t VALUES (2, 'target')`));
     await withDatabase(a, name, (c) => c.query(`INSERT INTO t VALUES (2, 'source')`));
@@ -231,7 +231,7 @@ describe('online migration state machine', () => {
     // Resolved by hand on the target: the move completes with the source's row.
     await withDatabase(b, name, (c) => c.query('DELETE FROM t WHERE id = 2'));
     const done = await runMigration(saved, ends, hooks, options);
-    expect(done).toMatchObject({ migrating: 'done', conflict: null });
+    expect(done).toMatchObject({ phase: 'done', conflict: null });
     expect((await withDatabase(b, name, (c) => c.query('SELECT id, v FROM t ORDER BY id'))).rows).toEqual([
       { id: 1, v: 'a' },
       { id: 2, v: 'source' },
@@ -282,7 +282,7 @@ describe('online migration state machine', () => {
     );
     await app.end().catch(() => {});
     expect(seen).toEqual({ firstOutcome: 'waiting for the target', onTargetWhenAcknowledged: { v: 1 } });
-    expect(done).toMatchObject({ migrating: 'done', synchronousApply: 'held' });
+    expect(done).toMatchObject({ phase: 'done', synchronousApply: 'held' });
     expect(hooks.steps).toEqual(
       expect.arrayContaining(['hold-synchronous-apply', 'release-synchronous-apply']),
     );
@@ -326,12 +326,12 @@ describe('online migration state machine', () => {
     );
     expect(await sourceWrite).toBe('acknowledged');
     const saved = hooks.saved.at(-1)!;
-    expect(saved).toMatchObject({ migrating: 'draining', synchronousApply: 'released-after-apply-errors' });
+    expect(saved).toMatchObject({ phase: 'draining', synchronousApply: 'released-after-apply-errors' });
     expect(await synchronousStandbySetting(a)).toEqual([]);
 
     // Resolved by hand on the target, as any conflict: the move completes with the source's row.
     await withDatabase(b, name, (c) => c.query('DELETE FROM t WHERE id = 2'));
-    expect(await runMigration(saved, ends, hooks, options)).toMatchObject({ migrating: 'done' });
+    expect(await runMigration(saved, ends, hooks, options)).toMatchObject({ phase: 'done' });
     expect((await withDatabase(b, name, (c) => c.query('SELECT v FROM t WHERE id = 2'))).rows).toEqual([
       { v: 'source' },
     ]);
@@ -353,13 +353,13 @@ describe('online migration state machine', () => {
       ends,
       hooks,
     );
-    expect(streaming.migrating).toBe('streaming');
+    expect(streaming.phase).toBe('streaming');
     await withDatabase(b, name, (c) => c.query('DROP SUBSCRIPTION hotload_mig_lost'));
     await withDatabase(a, name, (c) => c.query(`INSERT INTO t (v) VALUES ('two')`));
     hooks.cutoverApproved = true;
     const done = await runMigration(streaming, ends, hooks, { drainGraceMillis: 1000 });
-    expect(done.migrating).toBe('done');
-    expect(hooks.saved.map((s) => s.migrating)).toContain('copying');
+    expect(done.phase).toBe('done');
+    expect(hooks.saved.map((s) => s.phase)).toContain('copying');
     expect((await withDatabase(b, name, (c) => c.query('SELECT v FROM t ORDER BY id'))).rows).toEqual([
       { v: 'one' },
       { v: 'two' },
@@ -387,7 +387,7 @@ describe('online migration state machine', () => {
         hooks,
         { drainGraceMillis: 1000 },
       );
-      expect(done.migrating).toBe('done');
+      expect(done.phase).toBe('done');
       const log = await readFile(join(logged.runDir, 'server.log'), 'utf8');
       expect(log).toContain('DROP SUBSCRIPTION'); // statements are logged...
       expect(log).not.toContain('CREATE SUBSCRIPTION'); // ...but not the one carrying the password

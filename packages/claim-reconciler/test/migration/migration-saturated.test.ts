@@ -219,7 +219,7 @@ describe('a move under saturating writes', () => {
         await load.moreSucceeded(200); // and on the target
         const done = await readStatus(statusPath(out, 'default', 'busy'));
         expect(done?.migration).toMatchObject({
-          migrating: 'done',
+          phase: 'done',
           synchronousApply: 'held',
           longestWritePauseMillis: null,
           error: null,
@@ -270,7 +270,7 @@ describe('a move under saturating writes', () => {
         expect(moved.outcomes).toMatchObject([{ result: 'moved', matchedLabel: 'atlas.recyclebin' }]);
         await load.moreSucceeded(200);
         const status = await readStatus(statusPath(out, 'default', 'fenced'));
-        expect(status?.migration).toMatchObject({ migrating: 'done', error: null });
+        expect(status?.migration).toMatchObject({ phase: 'done', error: null });
         expect(['fence', 'lag-threshold']).toContain(status?.migration?.cutoverStrategy);
         if (status?.migration?.cutoverStrategy === 'fence')
           expect(status.migration.longestWritePauseMillis).toBeGreaterThan(0);

@@ -222,7 +222,7 @@ describe('instance change with online migration', () => {
       retired: [],
       binding: { label: 'atlas.recyclebin', port: b.port },
       migration: {
-        migrating: 'done',
+        phase: 'done',
         rowsCopied: expect.any(Number),
         lagBytes: 0,
         error: null,
@@ -263,7 +263,7 @@ describe('instance change with online migration', () => {
       await withSecretClient(dir, async (c) => (await c.query('SELECT count(*)::int AS n FROM t')).rows),
     ).toEqual([{ n: 1 }]);
     const status = await readStatus(statusPath(out, 'default', 'refuser'));
-    expect(status).toMatchObject({ binding: { port: a.port }, migration: { migrating: 'schema' } });
+    expect(status).toMatchObject({ binding: { port: a.port }, migration: { phase: 'schema' } });
     expect(status?.error).toContain('function public.stamp');
     expect(await leftovers('refuser')).toEqual({ slots: 0, logins: 0, publications: 0, subscriptions: 0 });
 
@@ -320,7 +320,7 @@ describe('instance change with online migration', () => {
     expect(await port(dir)).toBe(a.port);
     expect(await port(canaryDir)).toBe(b.port);
     expect((await readStatus(statusPath(out, 'default', 'bird')))?.migration).toMatchObject({
-      migrating: 'streaming',
+      phase: 'streaming',
       canarySecret: 'bird-canary',
     });
     // Writes on the source reach the canary's target while the claim waits.
