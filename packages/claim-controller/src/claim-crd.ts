@@ -172,6 +172,18 @@ function structural(schema: Schema): Schema {
     };
   }
   if (schema.type === undefined) return { 'x-kubernetes-preserve-unknown-fields': true };
+  const properties = schema.properties as Record<string, Schema> | undefined;
+  if (schema.type === 'object' && properties) {
+    // A structural schema may not close an object that lists its properties: unknown
+    // fields are pruned by the server, and refused by kubectl's strict field validation.
+    const { additionalProperties: _closed, ...open } = schema;
+    return {
+      ...open,
+      properties: Object.fromEntries(
+        Object.entries(properties).map(([name, field]) => [name, structural(field)]),
+      ),
+    };
+  }
   return schema;
 }
 
