@@ -34,9 +34,12 @@ describeOnControlPlane('leader election', () => {
       namespace: LEASE.namespace,
       leaseName: LEASE.name,
       identity,
-      leaseDurationSeconds: 2,
-      renewDeadlineMillis: 1500,
-      retryPeriodMillis: 200,
+      // Short enough for a test, long enough that a leader on two busy shared cores does
+      // not miss its renew deadline (1.5 s did under a loaded CI run: the Lease changed
+      // hands before the test killed anyone).
+      leaseDurationSeconds: 5,
+      renewDeadlineMillis: 4000,
+      retryPeriodMillis: 250,
     });
     const errors: string[] = [];
     elector.on('error', (message: string) => errors.push(message));
@@ -61,10 +64,11 @@ describeOnControlPlane('leader election', () => {
     const overlaps: string[] = [];
     const a = await replica('replica-a', leading, overlaps);
     const b = await replica('replica-b', leading, overlaps);
-    const first = await Promise.race([
-      nextEvent(a.elector, 'started-leading').then(() => a),
-      nextEvent(b.elector, 'started-leading').then(() => b),
-    ]);
+    // Replica a campaigns from its creation on: it may have won before b exists, so its
+    // 'started-leading' may be past (a wait for the event alone would miss it).
+    const leads = (r: typeof a) =>
+      r.elector.leading ? Promise.resolve(r) : nextEvent(r.elector, 'started-leading').then(() => r);
+    const first = await Promise.race([leads(a), leads(b)]);
     const second = first === a ? b : a;
     const written = await kubectlLease();
     expect(written.holderIdentity).toBe(first.identity);
@@ -85,7 +89,8 @@ describeOnControlPlane('leader election', () => {
     expect(second.elector.leading).toBe(false);
 
     // Kill the leader: it stops renewing and does not release the Lease.
-    const takeover = nextEvent(second.elector, 'started-leading');
+    // The Lease runs out (5 s) before the standby's next try takes it.
+    const takeover = nextEvent(second.elector, 'started-leading', () => true, { timeoutMillis: 30_000 });
     const rechecked = nextEvent<KeyReconciled>(second.controller, 'reconciled', (r) => r.key === 'team/ha');
     await first.controller.stop();
     await first.elector.stop(false);
