@@ -103,22 +103,34 @@ export class Differential {
     );
     const entries = [...rec.entries];
     if (finished === 'hung') {
-      // Recorded as an outcome (the other pools finish). The hung pool's end() could hang as
-      // well: its clients are closed under it instead, quietly, so nothing of it outlives the test.
+      // Recorded as an outcome (the other pools finish).
       entries.push({ step: 'scenario never finished', state: stateOf(pool) });
-      if (!pool.ending) pool.end().catch(() => {});
-      for (const client of rec.clients) {
-        client.on('error', () => {});
-        client.end().catch(() => {});
-      }
-      await dispose();
+      await closeUnder(pool, rec, dispose);
       return entries;
+    }
+    if (finished instanceof Error) {
+      // A scenario that threw may still hold a client it never released: the pool's end()
+      // would wait for it until the test timed out, hiding this error behind the timeout.
+      await closeUnder(pool, rec, dispose);
+      throw finished;
     }
     if (!pool.ending) await pool.end().catch(() => {});
     await dispose();
-    if (finished instanceof Error) throw finished;
     return entries;
   }
+}
+
+/**
+ * Ends a pool whose end() may never resolve (a client still checked out): its clients are
+ * closed under it instead, quietly, so nothing of it outlives the test.
+ */
+async function closeUnder(pool: AnyPool, rec: Recorder, dispose: () => Promise<void>): Promise<void> {
+  if (!pool.ending) pool.end().catch(() => {});
+  for (const client of rec.clients) {
+    client.on('error', () => {});
+    client.end().catch(() => {});
+  }
+  await dispose();
 }
 
 /**
