@@ -95,5 +95,16 @@ export function describeTlsFailure(config: ConnectionConfig, host: HostPort, err
     const ours = sslcert === undefined ? 'no sslcert was sent' : `sslcert ${sslcert}`;
     return make('client-certificate', sslcert, `the server refused the client certificate (${ours})`);
   }
+  // TLS 1.3 checks the client's certificate after the client's side of the handshake is
+  // done: a client that writes its startup packet at once (postgres.js) may meet the closed
+  // socket before it reads the server's alert. With a certificate sent, say what it most
+  // likely was, and that the server may simply have gone away.
+  if (sslcert !== undefined && (code === 'ECONNRESET' || code === 'EPIPE')) {
+    return make(
+      'client-certificate',
+      sslcert,
+      `the server closed the connection right after the TLS handshake, as it does when it refuses the client certificate (sslcert ${sslcert}); or the server went away`,
+    );
+  }
   return error;
 }
