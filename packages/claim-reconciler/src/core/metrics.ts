@@ -129,29 +129,19 @@ export function prometheusMetrics(
   const claimsLoaded = counter(N.claimsLoaded, 'Total DBClaims loaded');
   const claimLoadSeconds = histogram(N.claimLoadSeconds, 'Time to load a DBClaim');
   const claimLoadErrors = counter(N.claimLoadErrors, 'Total DBClaim load errors');
-  const claims = register(
-    new client.Gauge({
-      name: N.claims,
-      help: 'DBClaims by the state they ended the last pass in',
-      labelNames: ['state'],
-      registers: [],
-    }),
-  );
+  const gauge = (name: string, help: string, labelNames: readonly string[] = ['claim']) =>
+    register(new client.Gauge({ name, help, labelNames: [...labelNames], registers: [] }));
+  const claims = gauge(N.claims, 'DBClaims by the state they ended the last pass in', ['state']);
   for (const state of CLAIM_STATES) claims.set({ state }, 0);
   const migrationsStarted = counter(N.migrationsStarted, 'Online migrations (instance changes) started');
   const migrationsCompleted = counter(N.migrationsCompleted, 'Online migrations completed');
   const migrationsFailed = counter(N.migrationsFailed, 'Online migration passes that failed');
-  const gauge = (name: string, help: string) =>
-    register(new client.Gauge({ name, help, labelNames: ['claim'], registers: [] }));
   const lagBytes = gauge(N.migrationLagBytes, 'Replication lag of a claim migration in WAL bytes');
   const lagSeconds = gauge(N.migrationLagSeconds, 'Replication lag of a claim migration in seconds');
-  const cutoverWait = register(
-    new client.Gauge({
-      name: N.migrationCutoverWaitSeconds,
-      help: 'Seconds from streaming to cutover of the last migration of a claim, by what started the cutover',
-      labelNames: ['claim', 'strategy'],
-      registers: [],
-    }),
+  const cutoverWait = gauge(
+    N.migrationCutoverWaitSeconds,
+    'Seconds from streaming to cutover of the last migration of a claim, by what started the cutover',
+    ['claim', 'strategy'],
   );
   const writePause = gauge(
     N.migrationWritePauseSeconds,
