@@ -2,15 +2,11 @@
  * One reconcile pass from files: a config file and a folder of claim YAML, into an output
  * folder. What the CLI runs once per pass; usable as a library call too.
  */
-import type { HotloadLogger } from 'hotload-core';
-import type { ReconcilerMetrics } from '../core/metrics.js';
 import type { Problem } from '../core/problems.js';
 import { loadReconcilerConfig } from '../core/reconciler-config.js';
-import type { StepHook } from '../core/steps.js';
-import type { MigrationOptions } from '../migration/online-migration.js';
 import { loadClaimsFromDirectory } from './claim-files.js';
 import { checkClaimsFolder, checkOutputFolder } from './preflight.js';
-import { type ClaimOutcome, type PassOptions, type PassResult, Reconciler } from './reconciler.js';
+import { type PassOptions, type PassResult, Reconciler, type ReconcilerOptions } from './reconciler.js';
 
 /** Exit codes of the CLI, also returned by {@link reconcileFiles}. */
 export const EXIT_CODES = {
@@ -22,41 +18,25 @@ export const EXIT_CODES = {
   usage: 2,
 } as const;
 
-/** Inputs of {@link reconcileFiles}. */
-export interface ReconcileFilesOptions {
+/**
+ * Inputs of {@link reconcileFiles}: the files, and the pass's and the reconciler's own
+ * options under their names (see {@link PassOptions} and {@link ReconcilerOptions}).
+ */
+export interface ReconcileFilesOptions
+  extends Pick<PassOptions, 'rotate' | 'prune' | 'maxDeletions' | 'takeOver'>,
+    Pick<
+      ReconcilerOptions,
+      'outputDir' | 'concurrency' | 'onStep' | 'onOutcome' | 'now' | 'metrics' | 'migration' | 'logger'
+    > {
   /** The reconciler config file (plain YAML, or a ConfigMap holding `config.yaml`). */
   readonly configFile: string;
   /** The folder of DatabaseClaim YAML files (`*.yaml`/`*.yml`, read recursively). */
   readonly claimsDir: string;
-  /** Where secrets are published (`<outputDir>/<namespace>/<secretName>/`), statuses beside them. */
-  readonly outputDir: string;
-  /** Rotate every claim's password now, whatever its age (see {@link PassOptions.rotate}). */
-  readonly rotate?: boolean;
-  /** Delete what claims that are gone left behind (see {@link PassOptions.prune}). */
-  readonly prune?: boolean;
-  /** See {@link PassOptions.maxDeletions}. */
-  readonly maxDeletions?: number;
   /**
    * Check the output folder without creating or writing anything; combine with an
    * `onStep` hook that returns `'skip'` for a dry run.
    */
   readonly dryRun?: boolean;
-  /** See {@link PassOptions.takeOver}. */
-  readonly takeOver?: boolean;
-  /** Claims reconciled at the same time; default 8 (see {@link ReconcilerOptions.concurrency}). */
-  readonly concurrency?: number;
-  /** Called before every state-changing step (SQL write, secret publish, status write). */
-  readonly onStep?: StepHook;
-  /** Called as each claim finishes, for progress output. */
-  readonly onOutcome?: (outcome: ClaimOutcome) => void;
-  /** Clock (tests move it forward to trigger rotations). Default: `new Date()`. */
-  readonly now?: () => Date;
-  /** Metrics sink (see {@link prometheusMetrics}); none by default. */
-  readonly metrics?: ReconcilerMetrics;
-  /** Migration settings over the config's `migration:` (see {@link ReconcilerOptions.migration}). */
-  readonly migration?: MigrationOptions;
-  /** A pino-compatible logger: one line per claim outcome. Default: silent. */
-  readonly logger?: HotloadLogger;
 }
 
 /** What a pass from files did. */
