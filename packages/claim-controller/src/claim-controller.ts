@@ -229,7 +229,7 @@ export class ClaimController extends EventEmitter {
       return this.#done({ key, outcome: 'invalid', error: parsed.error });
     }
     const claim = parsed.claim;
-    const { ports, store } = this.#ports(claim, resource);
+    const { ports, store } = this.#ports(claim, ref, stateFromStatus(resource, key, claim.secretName));
     if (!hasFinalizer(resource) && !(await addFinalizer(this.#options.clients, ref))) {
       return this.#done({ key, outcome: 'gone' });
     }
@@ -268,7 +268,7 @@ export class ClaimController extends EventEmitter {
     // and leave the database and roles behind. One GET per deletion.
     const current = await readClaim(this.#options.clients, ref);
     if (!current || !hasFinalizer(current)) return this.#done({ key, outcome: 'gone' });
-    const { ports, store } = this.#ports(claim, current);
+    const { ports, store } = this.#ports(claim, ref, stateFromStatus(current, key, claim.secretName));
     const result = await this.#options.reconciler.finalize(
       claim,
       ports,
@@ -311,10 +311,8 @@ export class ClaimController extends EventEmitter {
   async #cleanUpVanished(key: string, record: ClaimRecord): Promise<WorkOutcome> {
     const status = statusOf(key, record);
     const identity = { key, namespace: status.namespace, secretName: record.secretName };
-    const resource = {
-      metadata: { namespace: status.namespace, name: key.slice(key.indexOf('/') + 1), uid: record.uid },
-    };
-    const { ports } = this.#ports(identity, resource as ClaimResource, [status]);
+    const ref = { namespace: status.namespace, name: key.slice(key.indexOf('/') + 1), uid: record.uid };
+    const { ports } = this.#ports(identity, ref, status);
     const result = await this.#options.reconciler.finalize(
       identity,
       ports,
@@ -340,19 +338,18 @@ export class ClaimController extends EventEmitter {
   /** The cluster side of one claim's reconcile: its Secret, and every claim's recorded state. */
   #ports(
     claim: ClaimIdentity,
-    resource: ClaimResource,
-    extraStates: readonly ClaimStatus[] = [],
+    owner: ClaimRef,
+    own: ClaimStatus | undefined,
   ): { ports: ClaimPorts; store: KubeStatusStore } {
+    // The claim's own state as the caller read it (fresh, or from its record); every other
+    // claim's from the cache.
     const states = this.#loop.list().flatMap((other) => {
       const otherKey = resourceKey(other.metadata);
       const state =
-        otherKey === claim.key
-          ? stateFromStatus(resource, claim.key, claim.secretName)
-          : stateFromStatus(other, otherKey, secretNameOf(other));
+        otherKey === claim.key ? undefined : stateFromStatus(other, otherKey, secretNameOf(other));
       return state ? [state] : [];
     });
-    const store = new KubeStatusStore([...states, ...extraStates]);
-    const owner = { namespace: claim.namespace, name: resource.metadata.name, uid: resource.metadata.uid };
+    const store = new KubeStatusStore(own ? [...states, own] : states);
     const ports: ClaimPorts = {
       secretFor: (namespace, secretName) =>
         new KubeSecretSink(
