@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-reconciler';
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
-import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
 const WRITERS = 8;
@@ -53,18 +53,7 @@ try {
   const measure = async (name: string, label: string) => {
     await reconciler.reconcile(claimOn(name, label));
     const secretDir = join(out, 'default', name);
-    const setup = new pg.Client({ connectionString: await readFile(join(secretDir, 'uri_dsn.txt'), 'utf8') });
-    await setup.connect();
-    const { rows: version } = await setup.query<{ v: string }>(
-      `SELECT current_setting('server_version') AS v`,
-    );
-    await setup.query(
-      'CREATE TABLE items (id bigserial PRIMARY KEY, writer int NOT NULL, payload text NOT NULL)',
-    );
-    await setup.query(
-      `INSERT INTO items (writer, payload) SELECT -1, md5(g::text) FROM generate_series(1, ${ROWS}) g`,
-    );
-    await setup.end();
+    const sourceVersion = await createItemsTable(secretDir, ROWS);
     const pool = await builtHotloadPg.Pool.create({
       max: WRITERS,
       hotload: { source: { secretDirectory: secretDir }, drainTimeoutMillis: 10_000 },
@@ -120,7 +109,7 @@ try {
     );
     const status = JSON.parse(await readFile(join(out, 'default', `${name}.status.json`), 'utf8'));
     return {
-      source_version: version[0]!.v,
+      source_version: sourceVersion,
       target_version: (await pg18b.query<{ v: string }>(`SELECT current_setting('server_version') AS v`))
         .rows[0]!.v,
       rows_copied: status.migration.rowsCopied,

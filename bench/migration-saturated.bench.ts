@@ -27,6 +27,7 @@ import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-re
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
 const WRITER_STEPS = (process.env.BENCH_WRITERS ?? '16,64,128').split(',').map(Number);
@@ -108,15 +109,7 @@ try {
   const statusFile = join(out, 'default', 'busy.status.json');
   await reconciler.reconcile(claimOn('one', 'synchronous-apply'));
   const secretDir = join(out, 'default', 'busy');
-  const setup = new pg.Client({ connectionString: await readFile(join(secretDir, 'uri_dsn.txt'), 'utf8') });
-  await setup.connect();
-  await setup.query(
-    'CREATE TABLE items (id bigserial PRIMARY KEY, writer int NOT NULL, payload text NOT NULL)',
-  );
-  await setup.query(
-    `INSERT INTO items (writer, payload) SELECT -1, md5(g::text) FROM generate_series(1, ${ROWS}) g`,
-  );
-  await setup.end();
+  await createItemsTable(secretDir, ROWS);
 
   const pool = await builtHotloadPg.Pool.create({
     max: MAX_WRITERS,

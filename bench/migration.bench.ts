@@ -13,6 +13,7 @@ import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-re
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const MOVES = Number(process.env.BENCH_MOVES ?? 3);
@@ -59,16 +60,7 @@ try {
   };
   await pass('one');
   const secretDir = join(work, 'out', 'default', 'big');
-  const uri = await readFile(join(secretDir, 'uri_dsn.txt'), 'utf8');
-  const setup = new pg.Client({ connectionString: uri });
-  await setup.connect();
-  await setup.query(
-    'CREATE TABLE items (id bigserial PRIMARY KEY, writer int NOT NULL, payload text NOT NULL)',
-  );
-  await setup.query(
-    `INSERT INTO items (writer, payload) SELECT -1, md5(g::text) FROM generate_series(1, ${ROWS}) g`,
-  );
-  await setup.end();
+  await createItemsTable(secretDir, ROWS);
 
   const pool = await builtHotloadPg.Pool.create({
     max: WRITERS,
