@@ -9,10 +9,17 @@
  * One JSON line per seed: operations served, failures by kind, checkouts that never
  * settled (`hung`), sessions left on the server after `end()`. Every failure kind is
  * expected except `unexpected`: `division_by_zero` is the SQL the workers send on purpose,
- * `after_end` is work asked after `end()` (rejected as pg.Pool rejects it),
- * `login_refused` a login refused for its password whose new secret took longer than
- * `credentialWaitMillis`. Run with `npm run bench -- race-drill`; `RACE_DRILL_SEEDS=n`
- * runs n seeds (default 4).
+ * `after_end` is work asked after `end()` (rejected as pg.Pool rejects it).
+ *
+ * Three kinds are deadlines the seed's options set, so a busy machine may reach them where
+ * a quiet one does not (the figures may move; a failure before its deadline may not):
+ * `login_refused`, a login refused for its password while no newer secret verified within
+ * `credentialWaitMillis` or the checkout's `connectionTimeoutMillis` (the chaos changes a password again 20–100 ms after publishing
+ * the last one, so a slow verify can keep losing that race); `connect_timeout`, pg's own
+ * `connectionTimeoutMillis` (pg.Pool fails the same way); `force_closed`, a checkout still
+ * in use `drainTimeoutMillis` after a switch. Each is counted as its kind only if the step
+ * had run for at least that deadline when it failed; earlier, it is `unexpected`.
+ * Run with `npm run bench -- race-drill`; `RACE_DRILL_SEEDS=n` runs n seeds (default 4).
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -40,13 +47,44 @@ function random(seed: number): () => number {
   };
 }
 
-type Kind = 'division_by_zero' | 'after_end' | 'login_refused' | 'unexpected';
+type Kind =
+  | 'division_by_zero'
+  | 'after_end'
+  | 'login_refused'
+  | 'connect_timeout'
+  | 'force_closed'
+  | 'unexpected';
 
-function kindOf(error: unknown): Kind {
+/** The seed's deadlines, in milliseconds (0: none). */
+interface Deadlines {
+  readonly credentialWaitMillis: number;
+  readonly connectionTimeoutMillis: number;
+  readonly drainTimeoutMillis: number;
+}
+
+const CONNECT_TIMEOUT_MESSAGES = new Set([
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+]);
+
+/** The failure's kind; a deadline's kind only once the step has run for that deadline. */
+function kindOf(error: unknown, elapsedMillis: number, deadlines: Deadlines): Kind {
   const { code, message } = error as { code?: string; message?: string };
   if (code === '22012') return 'division_by_zero';
   if (message === 'Cannot use a pool after calling end on the pool') return 'after_end';
-  if (code === '28P01') return 'login_refused';
+  const reached = (deadline: number) => deadline > 0 && elapsedMillis >= deadline;
+  // A checkout's own connectionTimeoutMillis can end its credential wait first: it then
+  // fails with its last connect's error, as pg.Pool's does.
+  if (
+    code === '28P01' &&
+    (reached(deadlines.credentialWaitMillis) || reached(deadlines.connectionTimeoutMillis))
+  ) {
+    return 'login_refused';
+  }
+  if (CONNECT_TIMEOUT_MESSAGES.has(message ?? '') && reached(deadlines.connectionTimeoutMillis)) {
+    return 'connect_timeout';
+  }
+  if (code === 'HOTLOAD_FORCE_CLOSED' && reached(deadlines.drainTimeoutMillis)) return 'force_closed';
   return 'unexpected';
 }
 
@@ -126,12 +164,17 @@ async function drill(cluster: PostgresCluster, seed: number) {
     maxLifetimeSeconds: pick([0, 1]),
     allowExitOnIdle: pick([true, false]),
   };
+  const deadlines: Deadlines = {
+    credentialWaitMillis: 3_000,
+    connectionTimeoutMillis: options.connectionTimeoutMillis,
+    drainTimeoutMillis: pick([200, 2_000]),
+  };
   const pool = new Pool({
     ...options,
     hotload: {
       source: { secretDirectory: dir },
-      drainTimeoutMillis: pick([200, 2_000]),
-      credentialWaitMillis: 3_000,
+      drainTimeoutMillis: deadlines.drainTimeoutMillis,
+      credentialWaitMillis: deadlines.credentialWaitMillis,
     },
   });
   pool.on('error', () => undefined); // an idle client's lost server, as an application listens
@@ -139,6 +182,8 @@ async function drill(cluster: PostgresCluster, seed: number) {
     division_by_zero: 0,
     after_end: 0,
     login_refused: 0,
+    connect_timeout: 0,
+    force_closed: 0,
     unexpected: 0,
   };
   const unexpected = new Set<string>();
@@ -150,13 +195,17 @@ async function drill(cluster: PostgresCluster, seed: number) {
       // A rejected checkout after end() settles within the same turn: yield, so timers run.
       await new Promise((resolve) => setImmediate(resolve));
       unsettled++;
+      const started = performance.now();
       try {
         await step(pool, next);
         served++;
       } catch (error) {
-        const kind = kindOf(error);
+        const kind = kindOf(error, performance.now() - started, deadlines);
         failures[kind]++;
-        if (kind === 'unexpected') unexpected.add(String((error as Error).message).slice(0, 120));
+        if (kind === 'unexpected') {
+          const after = Math.round(performance.now() - started);
+          unexpected.add(`${String((error as Error).message).slice(0, 120)} (after ${after} ms)`);
+        }
       } finally {
         unsettled--;
       }
@@ -201,7 +250,11 @@ async function drill(cluster: PostgresCluster, seed: number) {
   return {
     bench: 'race-drill',
     seed,
-    options: { ...options, maxUses: Number.isFinite(options.maxUses) ? options.maxUses : null },
+    options: {
+      ...options,
+      maxUses: Number.isFinite(options.maxUses) ? options.maxUses : null,
+      drainTimeoutMillis: deadlines.drainTimeoutMillis,
+    },
     served,
     failures,
     unexpected: [...unexpected],
