@@ -32,6 +32,8 @@ export function parseArgs(argv) {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const [name, inline] = arg.split('=', 2);
+    // pnpm passes a `--` on to the script where npm drops it: it separates nothing here.
+    if (arg === '--') continue;
     if (name === '--runs' || name === '--load') {
       const value = Number(inline ?? argv[++i]);
       if (!Number.isInteger(value) || value < (name === '--runs' ? 1 : 0)) {

@@ -29,6 +29,8 @@ describe('test:stress (scripts/test-stress.mjs)', () => {
     expect(() => parseArgs(['--runs', '0'])).toThrow(/--runs needs a whole number of at least 1/);
     expect(() => parseArgs(['--load', 'x'])).toThrow(/--load needs a whole number/);
     expect(() => parseArgs(['--run', '2'])).toThrow(/unknown option --run/);
+    // `pnpm run test:stress -- --runs 2` hands the script its `--` (npm drops it).
+    expect(parseArgs(['--', '--runs', '2']).runs).toBe(2);
   });
 
   it("reads the summary reporter's closing line, failures and unhandled errors from a run's output", () => {
