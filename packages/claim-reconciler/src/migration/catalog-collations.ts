@@ -50,7 +50,7 @@ function normalize(name: string, fields: CollationRow['fields']): CollationDefin
     locale: libc ? null : text(fields.colllocale ?? fields.colliculocale),
     lcCollate: libc ? text(fields.collcollate) : null,
     lcCtype: libc ? text(fields.collctype) : null,
-    deterministic: fields.colldeterministic !== false,
+    deterministic: fields.collisdeterministic !== false,
     rules: text(fields.collicurules),
   };
 }
