@@ -14,13 +14,15 @@ import { copySchema } from '../../src/migration/schema-copy.js';
 
 let a: PostgresCluster;
 let b: PostgresCluster;
+/** An older major: it lacks extensions the newer one ships (pg_logicalinspect is 17+). */
+let older: PostgresCluster;
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([startCluster(), startCluster()]);
+  [a, b, older] = await Promise.all([startCluster(), startCluster(), startCluster({ majorVersion: 15 })]);
 });
 
 afterAll(async () => {
-  await Promise.all([a?.stop(), b?.stop()]);
+  await Promise.all([a?.stop(), b?.stop(), older?.stop()]);
 });
 
 /** Creates `name` with owner role `owner` on `cluster` and returns a superuser client in it. */
@@ -143,7 +145,7 @@ describe('schema copy', () => {
 
   it('refuses unsupported objects by name before creating anything on the target', async () => {
     const source = await database(a, 'schema_refuse', 'app2');
-    const target = await database(b, 'schema_refuse', 'app2');
+    const target = await database(older, 'schema_refuse', 'app2');
     await a.query(`DO $$ BEGIN CREATE ROLE only_here NOLOGIN; EXCEPTION WHEN duplicate_object THEN END $$`);
     try {
       await source.query(`
@@ -151,6 +153,7 @@ describe('schema copy', () => {
         CREATE TABLE log_lines (line text);
         CREATE UNLOGGED TABLE scratch (id int PRIMARY KEY);
         SELECT lo_create(0);
+        CREATE EXTENSION pg_logicalinspect;
         GRANT SELECT ON audit TO only_here;
         CREATE FUNCTION stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.at := now(); RETURN NEW; END $$;
         CREATE TRIGGER audit_stamp BEFORE INSERT ON audit FOR EACH ROW EXECUTE FUNCTION stamp();
@@ -170,6 +173,9 @@ describe('schema copy', () => {
       expect(message).toContain('1 large objects (large objects live in pg_largeobject');
       expect(message).toContain(
         'privileges granted to role only_here (SELECT ON TABLE public.audit TO only_here: the role does not exist on the target instance',
+      );
+      expect(message).toContain(
+        'extension pg_logicalinspect (not available on the target instance: pg_available_extensions does not list it)',
       );
       expect(message).not.toContain('log_lines'); // a table without a primary key moves
       expect(steps).toEqual([]);
