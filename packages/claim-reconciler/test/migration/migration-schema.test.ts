@@ -65,6 +65,8 @@ const APP_SCHEMA = `
   COMMENT ON TYPE mood IS 'how an author feels';
   COMMENT ON COLLATION billing.nocase IS 'case-insensitive';
   COMMENT ON VIEW happy_notes IS 'cheerful';
+  COMMENT ON CONSTRAINT notes_body_check ON notes IS 'short notes';
+  COMMENT ON SEQUENCE billing.counter IS 'invoice numbers';
   GRANT USAGE ON SCHEMA billing TO reporting;
   GRANT SELECT ON notes, happy_notes TO reporting;
   GRANT SELECT (email) ON authors TO reporting WITH GRANT OPTION;
@@ -98,7 +100,7 @@ describe('schema copy', () => {
       expect(copied.collations).toMatchObject([
         { name: 'billing.nocase', provider: 'icu', deterministic: false },
       ]);
-      expect(copied.comments).toHaveLength(7);
+      expect(copied.comments).toHaveLength(9);
       expect(copied.privileges.map((p) => p.name)).toEqual([
         'SELECT (email) ON TABLE public.authors TO reporting',
         'SELECT ON TABLE public.happy_notes TO reporting',
