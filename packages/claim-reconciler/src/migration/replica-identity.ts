@@ -97,9 +97,7 @@ async function setIdentity(source: SqlClient, table: string, clause: string): Pr
   }
 }
 
-/** `public.events USING INDEX events_key`, `public.log FULL`: for the reconciler's log line. */
+/** `public.events USING INDEX events_key, public.log FULL` (DEFAULT: its primary key): for the reconciler's log line. */
 export function describeReplicaIdentities(choices: readonly ReplicaIdentityChoice[]): string {
-  return choices
-    .map((c) => `${c.table} ${c.identity === 'index' ? `USING INDEX ${c.index}` : c.identity.toUpperCase()}`)
-    .join(', ');
+  return choices.map((c) => `${c.table} ${identityClause(c)}`).join(', ');
 }

@@ -58,6 +58,8 @@ const APP_SCHEMA = `
   CREATE COLLATION billing.nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
   CREATE TABLE billing.contacts (email billing.citext NOT NULL, name text COLLATE billing.nocase, code text COLLATE "C");
   CREATE UNIQUE INDEX contacts_email ON billing.contacts (email);
+  CREATE TABLE billing.audit (id int PRIMARY KEY);
+  ALTER TABLE billing.audit REPLICA IDENTITY NOTHING; -- would make the source refuse its updates once published
   COMMENT ON SCHEMA billing IS 'money';
   COMMENT ON TABLE notes IS 'what authors wrote';
   COMMENT ON COLUMN notes.body IS 'at most 999 characters';
@@ -86,12 +88,14 @@ describe('schema copy', () => {
       expect(result.created).toBe(true);
       expect(steps).toEqual(['set-replica-identity', 'copy-schema']);
       expect([...result.tables].sort()).toEqual([
+        'billing.audit',
         'billing.contacts',
         'billing.invoices',
         'public.authors',
         'public.notes',
       ]);
       expect(result.replicaIdentities).toEqual([
+        { table: 'billing.audit', identity: 'primary-key', index: null },
         { table: 'billing.contacts', identity: 'index', index: 'contacts_email' },
       ]);
       const copied = await readCatalog(target);
