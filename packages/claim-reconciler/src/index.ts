@@ -123,4 +123,5 @@ export {
   storedMigration,
 } from './migration/migration-state.js';
 export type { MigrationOptions } from './migration/online-migration.js';
+export type { ReplicaIdentityChoice } from './migration/replica-identity.js';
 export type { SynchronousApplyUnavailable } from './migration/synchronous-apply.js';

@@ -28,6 +28,7 @@ import {
   type MigrationOptions,
   runMigration,
 } from '../migration/online-migration.js';
+import { describeReplicaIdentities } from '../migration/replica-identity.js';
 import { replicationName } from '../migration/replication-names.js';
 import type { Binding } from './binding.js';
 import { cleanUpBindings } from './binding-cleanup.js';
@@ -250,6 +251,11 @@ class ClaimMigration {
 
   private async save(state: MigrationState): Promise<void> {
     if (state.cutoverAt && !this.#state.cutoverAt) this.reportCutover(state);
+    if (state.replicaIdentities?.length && !this.#state.replicaIdentities) {
+      this.input.actions.push(
+        `replica identity for tables without a primary key: ${describeReplicaIdentities(state.replicaIdentities)}`,
+      );
+    }
     this.#state = state;
     this.context.metrics?.migrationLag?.(this.input.claim.key, state.lagBytes, state.lagSeconds);
     let { retired } = this.#status;

@@ -27,6 +27,10 @@ export function diffCatalogs(source: CatalogSnapshot, target: CatalogSnapshot): 
   };
   const named = (values: readonly string[]) => values.map((name) => ({ name }));
   compare('schema', named(source.schemas), named(target.schemas));
+  // Another major may ship another version of the same extension: where it lives is what counts.
+  const placed = (e: CatalogSnapshot['extensions'][number]) => ({ name: e.name, schema: e.schema });
+  compare('extension', source.extensions.map(placed), target.extensions.map(placed));
+  compare('collation', source.collations, target.collations);
   compare('enum type', source.enums, target.enums);
   compare('sequence', source.sequences, target.sequences);
   compare('table', source.tables, target.tables);
@@ -37,5 +41,7 @@ export function diffCatalogs(source: CatalogSnapshot, target: CatalogSnapshot): 
   compare('constraint', source.constraints.map(constraintKey), target.constraints.map(constraintKey));
   compare('index', source.indexes, target.indexes);
   compare('view', source.views, target.views);
+  compare('comment on', source.comments, target.comments);
+  compare('grant', source.privileges, target.privileges);
   return differences;
 }

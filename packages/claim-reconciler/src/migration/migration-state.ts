@@ -17,6 +17,7 @@
  */
 import type { Binding } from '../core/binding.js';
 import type { CutoverReason } from './cutover-settings.js';
+import type { ReplicaIdentityChoice } from './replica-identity.js';
 import type { SynchronousApplyUnavailable } from './synchronous-apply.js';
 
 /** A migration phase (see the file comment). */
@@ -48,6 +49,12 @@ export interface MigrationState {
   readonly manualCutover: boolean;
   /** Qualified names of the replicated tables (from the schema copy). */
   readonly tables: readonly string[];
+  /**
+   * The tables without a primary key and the replica identity the move chose for each (a
+   * unique index where one fits, else FULL; set on the source, mirrored on the target: see
+   * replica-identity.ts). Null before the schema copy (or in a state saved before the field existed).
+   */
+  readonly replicaIdentities: readonly ReplicaIdentityChoice[] | null;
   /** How many of {@link MigrationState.tables} are copied and now streamed (subscription state `r`). */
   readonly tablesReady: number;
   /** Rows on the target once the initial copy finished (exact count). */
@@ -108,6 +115,7 @@ export function newMigration(options: {
     startedAt: options.now.toISOString(),
     manualCutover: options.manualCutover,
     tables: [],
+    replicaIdentities: null,
     tablesReady: 0,
     rowsCopied: null,
     lagBytes: null,

@@ -203,7 +203,8 @@ class MigrationPass {
       case 'schema': {
         await checkReplicationPrerequisites(source, target, endpoints.describe);
         const copy = await copySchema(source, target, endpoints.baseRole, this.step);
-        return go({ ...state, phase: 'copying', tables: copy.tables, error: null });
+        const { tables, replicaIdentities } = copy;
+        return go({ ...state, phase: 'copying', tables, replicaIdentities, error: null });
       }
       case 'copying': {
         await checkReplicationPrerequisites(source, target, endpoints.describe);

@@ -1,16 +1,20 @@
 /**
  * Copies the claim database's schema from the source to the target over the master
- * connections (no pg_dump): refuse unsupported objects first, then create everything in
- * one transaction as the claim's base role (so objects end up owned as on the source and
- * either all exist or none do), then read both catalogs back and require them to match.
+ * connections (no pg_dump): refuse unsupported objects, and what the target lacks, first;
+ * then give the source's tables without a primary key a replica identity
+ * (replica-identity.ts); then create everything in one transaction as the claim's base
+ * role (so objects end up owned as on the source and either all exist or none do;
+ * extensions as the master user), then read both catalogs back and require them to match.
  */
 import { quoteIdentifier } from '../core/sql-identifiers.js';
 import { diffCatalogs } from './catalog-diff.js';
 import { type CatalogSnapshot, isEmptyCatalog, readCatalog } from './catalog-snapshot.js';
 import { MigrationRefusedError } from './migration-errors.js';
-import { schemaStatements } from './schema-ddl.js';
+import { ensureReplicaIdentities, type ReplicaIdentityChoice } from './replica-identity.js';
+import { type SchemaStatements, schemaStatements } from './schema-ddl.js';
 import type { SqlClient } from './sql-client.js';
-import { findUnsupportedObjects } from './unsupported-objects.js';
+import { checkTargetReadiness } from './target-readiness.js';
+import { findUnsupportedObjects, type UnsupportedObject } from './unsupported-objects.js';
 import { viewsAsDeparsedBy } from './view-deparse.js';
 
 /** What {@link copySchema} did. */
@@ -19,6 +23,8 @@ export interface SchemaCopyResult {
   readonly created: boolean;
   /** Qualified names of the tables, for the publication. */
   readonly tables: readonly string[];
+  /** The tables without a primary key and the replica identity each replicates by. */
+  readonly replicaIdentities: readonly ReplicaIdentityChoice[];
 }
 
 /**
@@ -32,36 +38,61 @@ export async function copySchema(
   owner: string,
   step: (action: string) => Promise<void>,
 ): Promise<SchemaCopyResult> {
-  await refuseUnsupported(source);
+  const unsupported = await findUnsupportedObjects(source);
+  const { missing, extensionVersions } = await checkTargetReadiness(await readCatalog(source), target);
+  refuse([...unsupported, ...missing]);
+  const replicaIdentities = await ensureReplicaIdentities(source, step);
   const wanted = await readCatalog(source);
   const tables = wanted.tables.map((t) => t.name);
   const existing = await readCatalog(target);
-  if (isEmptyCatalog(wanted) && isEmptyCatalog(existing)) return { created: false, tables };
+  const copied = { created: false, tables, replicaIdentities };
+  if (isEmptyCatalog(wanted) && isEmptyCatalog(existing)) return copied;
   if (!isEmptyCatalog(existing)) {
     const differences = await catalogDifferences(wanted, existing, target);
-    if (differences.length === 0) return { created: false, tables };
+    if (differences.length === 0) return copied;
     throw new MigrationRefusedError(
       `the target database already holds objects that differ from the source: ${summarize(differences)}`,
     );
   }
   await step('copy-schema');
+  // An empty database still has what every database has (the public schema's grants): only the rest is added.
+  await createSchema(target, owner, schemaStatements(withoutPresent(wanted, existing), extensionVersions));
+  await verifySchema(source, target);
+  return { ...copied, created: true };
+}
+
+/** Runs `statements` in one transaction, as `owner` except for the extensions. */
+async function createSchema(target: SqlClient, owner: string, statements: SchemaStatements): Promise<void> {
+  const asOwner = `SET LOCAL ROLE ${quoteIdentifier(owner)}`;
   await target.query('BEGIN');
   try {
-    await target.query(`SET LOCAL ROLE ${quoteIdentifier(owner)}`);
     await target.query(`SET LOCAL search_path = ''`);
-    for (const statement of schemaStatements(wanted)) await target.query(statement);
+    await target.query(asOwner);
+    for (const statement of statements.schemas) await target.query(statement);
+    await target.query('RESET ROLE');
+    for (const statement of statements.extensions) await target.query(statement);
+    await target.query(asOwner);
+    for (const statement of statements.objects) await target.query(statement);
     await target.query('COMMIT');
   } catch (error) {
     await target.query('ROLLBACK').catch(() => {});
     throw error;
   }
-  await verifySchema(source, target);
-  return { created: true, tables };
 }
 
-/** Throws a {@link MigrationRefusedError} naming every unsupported object in `source`. */
-export async function refuseUnsupported(source: SqlClient): Promise<void> {
-  const unsupported = await findUnsupportedObjects(source);
+/** `wanted` without the comments and grants `existing` already has. */
+function withoutPresent(wanted: CatalogSnapshot, existing: CatalogSnapshot): CatalogSnapshot {
+  const comments = new Set(existing.comments.map((c) => JSON.stringify(c)));
+  const grants = new Set(existing.privileges.map((p) => JSON.stringify(p)));
+  return {
+    ...wanted,
+    comments: wanted.comments.filter((c) => !comments.has(JSON.stringify(c))),
+    privileges: wanted.privileges.filter((p) => !grants.has(JSON.stringify(p))),
+  };
+}
+
+/** Throws a {@link MigrationRefusedError} naming every object that cannot move, and why; nothing when none. */
+function refuse(unsupported: readonly UnsupportedObject[]): void {
   if (unsupported.length > 0) {
     throw new MigrationRefusedError(
       `cannot migrate: ${unsupported.map((u) => `${u.object} (${u.reason})`).join('; ')}`,

@@ -1,18 +1,53 @@
 /**
  * The DDL that recreates a {@link CatalogSnapshot} on an empty database, in dependency
- * order: schemas, enum types, standalone and serial sequences, tables (identity columns
- * inline), sequence ownership, primary key / unique / check constraints, indexes, foreign
- * keys (after every table exists), views. Names and expressions come deparsed and
+ * order: schemas, extensions, collations, enum types, standalone and serial sequences,
+ * tables (identity columns and collations inline), sequence ownership, primary key /
+ * unique / check constraints, indexes, replica identities, foreign keys (after every
+ * table exists), views, comments, grants. Names and expressions come deparsed and
  * schema-qualified from the source; only the statement frames are written here.
  */
 import { quoteIdentifier, quoteLiteral } from '../core/sql-identifiers.js';
-import type { CatalogSnapshot, ColumnDefinition, SequenceDefinition } from './catalog-snapshot.js';
+import type { CollationDefinition } from './catalog-collations.js';
+import type {
+  CatalogSnapshot,
+  ColumnDefinition,
+  SequenceDefinition,
+  TableDefinition,
+} from './catalog-snapshot.js';
 
-/** Statements, in order, that build `snapshot` on an empty database. */
-export function schemaStatements(snapshot: CatalogSnapshot): string[] {
+/** The statements that build a snapshot, grouped by who runs them. */
+export interface SchemaStatements {
+  /** As the objects' owner: the schemas, which extensions may be created in. */
+  readonly schemas: readonly string[];
+  /** As the master user: an extension that is not trusted needs a superuser to be created. */
+  readonly extensions: readonly string[];
+  /** As the objects' owner: everything else. */
+  readonly objects: readonly string[];
+}
+
+/**
+ * Statements, in order, that build `snapshot` on an empty database. `extensionVersions`
+ * holds, by extension name, the source's version where the target offers it too; any other
+ * extension gets the target's default version.
+ */
+export function schemaStatements(
+  snapshot: CatalogSnapshot,
+  extensionVersions: ReadonlyMap<string, string>,
+): SchemaStatements {
+  return {
+    schemas: snapshot.schemas.filter((s) => s !== 'public').map((s) => `CREATE SCHEMA IF NOT EXISTS ${s}`),
+    extensions: snapshot.extensions.map((e) => {
+      const version = extensionVersions.get(e.name);
+      return `CREATE EXTENSION IF NOT EXISTS ${quoteIdentifier(e.name)} WITH SCHEMA ${e.schema}${version ? ` VERSION ${quoteLiteral(version)}` : ''}`;
+    }),
+    objects: objectStatements(snapshot),
+  };
+}
+
+function objectStatements(snapshot: CatalogSnapshot): string[] {
   const identity = new Map(snapshot.sequences.filter((s) => s.dependency === 'i').map((s) => [s.name, s]));
   return [
-    ...snapshot.schemas.filter((s) => s !== 'public').map((s) => `CREATE SCHEMA IF NOT EXISTS ${s}`),
+    ...snapshot.collations.map((c) => `CREATE COLLATION ${c.name} (${collationOptions(c)})`),
     ...snapshot.enums.map(
       (e) => `CREATE TYPE ${e.name} AS ENUM (${e.labels.map((label) => quoteLiteral(label)).join(', ')})`,
     ),
@@ -30,15 +65,43 @@ export function schemaStatements(snapshot: CatalogSnapshot): string[] {
       .filter((c) => c.type !== 'f')
       .map((c) => `ALTER TABLE ${c.table} ADD CONSTRAINT ${c.name} ${c.definition}`),
     ...snapshot.indexes.map((i) => i.definition),
+    ...snapshot.tables.flatMap((t) => replicaIdentityStatement(t)),
     ...snapshot.constraints
       .filter((c) => c.type === 'f')
       .map((c) => `ALTER TABLE ${c.table} ADD CONSTRAINT ${c.name} ${c.definition}`),
     ...snapshot.views.map((v) => `CREATE VIEW ${v.name} AS ${v.definition}`),
+    ...snapshot.comments.map((c) => `COMMENT ON ${c.name} IS ${quoteLiteral(c.text)}`),
+    ...snapshot.privileges.map((p) => `GRANT ${p.name}${p.grantable ? ' WITH GRANT OPTION' : ''}`),
   ];
+}
+
+/** The table's replica identity where it is not the default (none for most tables). */
+function replicaIdentityStatement(table: TableDefinition): string[] {
+  switch (table.replicaIdentity) {
+    case 'default':
+      return [];
+    case 'index':
+      return [`ALTER TABLE ${table.name} REPLICA IDENTITY USING INDEX ${table.replicaIdentityIndex}`];
+    case 'full':
+      return [`ALTER TABLE ${table.name} REPLICA IDENTITY FULL`];
+    case 'nothing':
+      return [`ALTER TABLE ${table.name} REPLICA IDENTITY NOTHING`];
+  }
+}
+
+function collationOptions(c: CollationDefinition): string {
+  const options = [`provider = ${c.provider}`];
+  if (c.locale !== null) options.push(`locale = ${quoteLiteral(c.locale)}`);
+  if (c.lcCollate !== null) options.push(`lc_collate = ${quoteLiteral(c.lcCollate)}`);
+  if (c.lcCtype !== null) options.push(`lc_ctype = ${quoteLiteral(c.lcCtype)}`);
+  if (c.rules !== null) options.push(`rules = ${quoteLiteral(c.rules)}`);
+  options.push(`deterministic = ${c.deterministic}`);
+  return options.join(', ');
 }
 
 function columnDefinition(column: ColumnDefinition, sequence: SequenceDefinition | undefined): string {
   const parts = [quoteIdentifier(column.name), column.type];
+  if (column.collation !== null) parts.push(`COLLATE ${column.collation}`);
   if (column.identity !== '' && sequence) {
     const kind = column.identity === 'a' ? 'ALWAYS' : 'BY DEFAULT';
     parts.push(`GENERATED ${kind} AS IDENTITY (SEQUENCE NAME ${sequence.name} ${sequenceOptions(sequence)})`);

@@ -68,7 +68,13 @@ const SCHEMA = `
   CREATE INDEX items_worker ON items (worker, v);
   CREATE VIEW urgent_items AS SELECT id, v FROM items WHERE kind = 'urgent';
   INSERT INTO owners (name) VALUES ('w0'), ('w1'), ('w2'), ('w3');
-  INSERT INTO items (owner, worker, v) SELECT 1 + g % 4, -1, g FROM generate_series(1, 2000) g;`;
+  INSERT INTO items (owner, worker, v) SELECT 1 + g % 4, -1, g FROM generate_series(1, 2000) g;
+  -- Read differently by the two majors' catalogs (pg_collation's locale column moved in 17), compared equal.
+  CREATE EXTENSION citext;
+  CREATE COLLATION nocase (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
+  CREATE TABLE tags (name citext NOT NULL, label text COLLATE nocase);
+  COMMENT ON TABLE tags IS 'no primary key';
+  INSERT INTO tags SELECT 'Tag' || g, 'Label' FROM generate_series(1, 100) g;`;
 
 describe('a move to a newer PostgreSQL major', () => {
   it('moves 15 → 18 under load: every acknowledged write on the target, none failed', async () => {
@@ -134,10 +140,19 @@ describe('a move to a newer PostgreSQL major', () => {
       const resurrected = [...deleted].filter((id) => onTarget.has(id));
       expect({ missing, stale, resurrected }).toEqual({ missing: [], stale: [], resurrected: [] });
       expect((await target.query('SELECT count(*)::int AS n FROM urgent_items')).rows[0].n).toBe(rows.length);
+      const tags = await target.query(
+        `SELECT count(*)::int AS n FROM tags WHERE name = 'tag7' AND label = 'LABEL'`,
+      );
+      expect(tags.rows).toEqual([{ n: 1 }]);
     } finally {
       await target.end();
     }
     const status = await readStatus(statusPath(out, 'default', 'upgrade'));
-    expect(status?.migration).toMatchObject({ phase: 'done', error: null, synchronousApply: 'held' });
+    expect(status?.migration).toMatchObject({
+      phase: 'done',
+      error: null,
+      synchronousApply: 'held',
+      replicaIdentities: [{ table: 'public.tags', identity: 'full', index: null }],
+    });
   });
 });
