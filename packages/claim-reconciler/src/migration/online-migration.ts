@@ -69,6 +69,11 @@ export interface MigrationEndpoints {
   readonly describe: { readonly source: string; readonly target: string };
   /** The claim's base role on the source (the replication login reads as it) and target (owns the copy). */
   readonly baseRole: string;
+  /**
+   * The role the replication login reads the source as, when it is not `baseRole` (a
+   * seed: the source database belongs to another claim or to the DSN's login).
+   */
+  readonly sourceReaderRole?: string;
   /** Login users whose sessions must leave the source. */
   readonly sourceUsers: readonly string[];
 }
@@ -212,7 +217,7 @@ class MigrationPass {
           source,
           target,
           endpoints.sourceAddress,
-          endpoints.baseRole,
+          endpoints.sourceReaderRole ?? endpoints.baseRole,
           state.tables,
         );
         const reading = await this.waitFor(link, state, allTablesReady);
@@ -226,7 +231,8 @@ class MigrationPass {
         if (!(await link.hasSubscription(target))) return go(recopy(state));
         // A state saved before the field existed starts its catch-up bound now.
         const streamingAt = state.streamingAt ?? new Date().toISOString();
-        const forcing = settings.cutoverStrategy !== 'wait';
+        // A seed never fences or holds the source's writes: they are someone else's.
+        const forcing = settings.cutoverStrategy !== 'wait' && !state.seedFrom;
         const forceAt = Date.parse(streamingAt) + settings.maxCatchUpMillis;
         // Every table ready again too: a target that restarted may be copying a table anew.
         const reading = await this.waitFor(
@@ -247,6 +253,7 @@ class MigrationPass {
         return this.forceCatchUp(link, progressed);
       }
       case 'cutover': {
+        if (state.seedFrom) return this.seedCutover(link, state);
         if (!(await link.hasSubscription(target))) {
           await this.apply.release(source); // a killed pass may have held it for the lost subscription
           return go(recopy(state));
@@ -319,6 +326,33 @@ class MigrationPass {
       case 'done':
         return pause(state);
     }
+  }
+
+  /**
+   * The cutover of a seed: the target confirms the source's WAL position read now (so it
+   * holds every transaction committed on the source before), its sequences are set to the
+   * source's, the link goes, and only then is the claim's secret published. The source keeps
+   * taking its own writes throughout; nothing there is fenced, drained or retired.
+   */
+  private async seedCutover(link: ReplicationLink, state: MigrationState): Promise<Advanced> {
+    const { source, target, hooks } = this;
+    let progressed = state;
+    if (state.finalConfirmedAt === null) {
+      if (!(await link.hasSubscription(target))) return go(recopy(state));
+      await verifySchema(source, target);
+      const finalLsn = state.finalLsn ?? (await finalWalPosition(source));
+      const final = { ...state, finalLsn };
+      const reading = await this.waitFor(link, final, () => false, finalLsn);
+      progressed = { ...final, ...progressFields(reading.progress) };
+      if (!reading.reached) return pause(progressed);
+      progressed = { ...progressed, finalConfirmedAt: new Date().toISOString() };
+      await hooks.save(progressed);
+    }
+    await advanceSequences(source, target, 0, this.step);
+    await link.remove(source, target);
+    await hooks.publishTarget();
+    const now = new Date().toISOString();
+    return go({ ...progressed, phase: 'done', lagBytes: 0, lagSeconds: 0, cutoverAt: now, completedAt: now });
   }
 
   /**
