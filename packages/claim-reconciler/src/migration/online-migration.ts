@@ -330,8 +330,8 @@ class MigrationPass {
 
   /**
    * The cutover of a seed: the target confirms the source's WAL position read now (so it
-   * holds every transaction committed on the source before), its sequences are set to the
-   * source's, the link goes, and only then is the claim's secret published. The source keeps
+   * holds every transaction committed on the source before), the link goes, its sequences
+   * are set to the source's, and only then is the claim's secret published. The source keeps
    * taking its own writes throughout; nothing there is fenced, drained or retired.
    */
   private async seedCutover(link: ReplicationLink, state: MigrationState): Promise<Advanced> {
@@ -348,8 +348,10 @@ class MigrationPass {
       progressed = { ...progressed, finalConfirmedAt: new Date().toISOString() };
       await hooks.save(progressed);
     }
-    await advanceSequences(source, target, 0, this.step);
+    // The link goes first: until then the source's newer rows keep arriving, with ids past
+    // any sequence position read before.
     await link.remove(source, target);
+    await advanceSequences(source, target, 0, this.step);
     await hooks.publishTarget();
     const now = new Date().toISOString();
     return go({ ...progressed, phase: 'done', lagBytes: 0, lagSeconds: 0, cutoverAt: now, completedAt: now });

@@ -202,6 +202,7 @@ describe('seeding a new claim from an existing database (sourceDataFrom)', () =>
       expect.arrayContaining(['begin-seed', 'create-subscription', 'drop-subscription']),
     );
     expect(actions.indexOf('publish-secret')).toBeGreaterThan(actions.indexOf('drop-subscription'));
+    expect(actions.indexOf('sync-sequences')).toBeGreaterThan(actions.indexOf('drop-subscription'));
     const beforePublish = seen.slice(0, actions.indexOf('publish-secret'));
     expect(beforePublish.filter((s) => s.secretThere)).toEqual([]);
     expect(seen.find((s) => s.action === 'drop-subscription')?.phase).toBe('cutover');
