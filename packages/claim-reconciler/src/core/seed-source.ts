@@ -11,7 +11,9 @@
  *   `dsn.txt`, as the claims' own secrets spell it).
  *
  * The database controller's inline `database.dsn` is refused: a DSN in a manifest carries a
- * password in plain text. `type: s3` (restore from a backup) is refused too.
+ * password in plain text. `type: s3` (restore from a backup) is refused too. A reference to
+ * another namespace is refused: whoever may write claims in one namespace must not get a
+ * copy of another namespace's data.
  */
 import { z } from 'zod';
 
@@ -83,6 +85,11 @@ export function parseSeedSource(
   if (named.length !== 1)
     return {
       problem: 'type database needs exactly one of database.claimRef, database.dsnFile, database.secretRef',
+    };
+  const ref = database.claimRef ?? database.secretRef;
+  if (ref?.namespace !== undefined && ref.namespace !== namespace)
+    return {
+      problem: `the source must be in the claim's own namespace ${namespace}: a claim must not copy another namespace's data`,
     };
   if (database.claimRef)
     return { kind: 'claim', claim: `${database.claimRef.namespace ?? namespace}/${database.claimRef.name}` };
