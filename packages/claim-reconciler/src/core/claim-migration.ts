@@ -448,6 +448,8 @@ async function seedEndpoints(
     describe: { source: instanceId(source.binding), target: instanceId(state.target) },
     baseRole: claimNames(state.target.userName, state.target.databaseName).baseRole,
     sourceReaderRole: source.readerRole,
+    // Seeds are often from a database on the claim's own instance.
+    slotFirst: true,
     // Nobody's sessions are drained from a seed's source.
     sourceUsers: [],
   };

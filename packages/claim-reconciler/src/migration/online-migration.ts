@@ -74,6 +74,11 @@ export interface MigrationEndpoints {
    * seed: the source database belongs to another claim or to the DSN's login).
    */
   readonly sourceReaderRole?: string;
+  /**
+   * Create the replication slot before the subscription: a seed's source may be on the
+   * target's own server, where a subscription cannot create its slot itself.
+   */
+  readonly slotFirst?: boolean;
   /** Login users whose sessions must leave the source. */
   readonly sourceUsers: readonly string[];
 }
@@ -219,6 +224,7 @@ class MigrationPass {
           endpoints.sourceAddress,
           endpoints.sourceReaderRole ?? endpoints.baseRole,
           state.tables,
+          endpoints.slotFirst,
         );
         const reading = await this.waitFor(link, state, allTablesReady);
         const progressed = { ...state, ...progressFields(reading.progress) };

@@ -45,9 +45,9 @@ function parsed(yaml: string, file = join(work.path, 'claims.yaml')): DatabaseCl
 }
 
 /** A claim on atlas.recyclebin seeded from `sourceDataFrom` (YAML lines under `database:`). */
-function seededClaim(name: string, database: string): string {
+function seededClaim(name: string, database: string, instanceLabel = 'atlas.recyclebin'): string {
   const base = claimYaml(name, {
-    instanceLabel: 'atlas.recyclebin',
+    instanceLabel,
     databaseName: name.replace(/-/g, '_'),
     userName: name.replace(/-/g, '_'),
     deletionPolicy: 'Delete',
@@ -121,8 +121,8 @@ async function leftovers(database: string): Promise<Record<string, number>> {
 }
 
 /** Ids of `items` rows on the target database `database`. */
-async function targetIds(database: string): Promise<Set<string>> {
-  const client = new pg.Client(b.connectionConfig({ database }));
+async function targetIds(database: string, cluster = b): Promise<Set<string>> {
+  const client = new pg.Client(cluster.connectionConfig({ database }));
   await client.connect();
   try {
     const { rows } = await client.query<{ id: string }>('SELECT id::text FROM items');
@@ -223,6 +223,37 @@ describe('seeding a new claim from an existing database (sourceDataFrom)', () =>
       parsed(`${originYaml}---\n${seededClaim('copy', '      claimRef:\n        name: origin\n')}`),
     );
     expect(again.outcomes.map((o) => o.result)).toEqual(['unchanged', 'unchanged']);
+  });
+
+  it("from another claim's database on the claim's own instance (the slot is made before the subscription)", async () => {
+    const out = join(work.path, 'out-same');
+    const originYaml = claimYaml('near', { instanceLabel: 'atlas', databaseName: 'near', userName: 'near' });
+    const r = new Reconciler({ config, outputDir: out });
+    await r.reconcile(parsed(originYaml));
+    const originDir = join(out, 'default', 'near');
+    await withSecretClient(originDir, (c) => c.query(SCHEMA));
+    const uri = await readFile(join(originDir, 'uri_dsn.txt'), 'utf8');
+    const app = writers(() => ({ connectionString: uri }));
+    try {
+      await (await app.load).moreSucceeded(100);
+      const pass = await r.reconcile(
+        parsed(
+          `${originYaml}---\n${seededClaim('near-copy', '      claimRef:\n        name: near\n', 'atlas')}`,
+        ),
+      );
+      expect(pass.outcomes.find((o) => o.claim === 'default/near-copy')).toMatchObject({ result: 'created' });
+    } finally {
+      expect(await app.stop()).toEqual([]);
+    }
+    const status = await readStatus(statusPath(out, 'default', 'near-copy'));
+    expect(status?.binding).toMatchObject({ label: 'atlas', port: a.port, databaseName: 'near_copy' });
+    const finalLsn = lsnValue(status!.migration!.finalLsn!);
+    const onTarget = await targetIds('near_copy', a);
+    const due = [...app.acknowledged].filter(([, lsn]) => lsn <= finalLsn).map(([id]) => id);
+    expect(due.length).toBeGreaterThan(100);
+    expect(due.filter((id) => !onTarget.has(id))).toEqual([]);
+    expect((await a.query('SELECT 1 FROM pg_replication_slots')).rows).toEqual([]);
+    expect((await a.query('SELECT 1 FROM pg_subscription')).rows).toEqual([]);
   });
 
   it('from a database named by a DSN file (a relative path beside the claim file)', async () => {
