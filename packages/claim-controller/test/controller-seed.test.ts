@@ -42,11 +42,15 @@ describeOnControlPlane('a seed in controller mode', () => {
   it('seeds a new claim from a DSN Secret under writes; its Secret appears only after the cutover', async () => {
     const { controller, stop } = await makeController(bed, {
       config: parseReconcilerConfig(configText, configFile),
+      // A pass waits at most 50 ms for the copy or the catch-up, then requeues: the claim's
+      // status (written once per pass in controller mode) shows the phases in between.
+      migration: { waitMillis: 50 },
     });
     await controller.start();
     try {
       await cluster.query('CREATE DATABASE legacy_ledger');
       const source = new pg.Client(cluster.connectionConfig({ database: 'legacy_ledger' }));
+      source.on('error', () => {}); // the cluster stops after the test
       await source.connect();
       await source.query(
         'CREATE TABLE entries (id bigserial PRIMARY KEY, v int NOT NULL); INSERT INTO entries (v) SELECT g FROM generate_series(1, 1000) g',
@@ -69,6 +73,7 @@ describeOnControlPlane('a seed in controller mode', () => {
       };
       bed.objects.on('change', record);
       const writer = new pg.Client(cluster.connectionConfig({ database: 'legacy_ledger' }));
+      writer.on('error', () => {});
       await writer.connect();
       const load = new WorkerLoad(1, (_worker, n) =>
         writer.query('INSERT INTO entries (v) VALUES ($1)', [n]),
