@@ -305,6 +305,73 @@ describe('seeding a new claim from an existing database (sourceDataFrom)', () =>
     });
   });
 
+  it('a pass failing at any step of a seed is taken up by the next: all rows, then the secret, nothing left behind', {
+    timeout: 600_000,
+  }, async () => {
+    await a.query('CREATE DATABASE legacy_steps');
+    const legacy = new pg.Client(a.connectionConfig({ database: 'legacy_steps' }));
+    await legacy.connect();
+    try {
+      await legacy.query(SCHEMA);
+    } finally {
+      await legacy.end();
+    }
+    const claimsDir = join(work.path, 'claims-steps');
+    await mkdir(claimsDir, { recursive: true });
+    await writeFile(join(claimsDir, 'legacy.dsn'), a.connectionString({ database: 'legacy_steps' }));
+    const out = join(work.path, 'out-steps');
+    const failedAt: string[] = [];
+    for (let n = 1; n <= 60; n++) {
+      const name = `steps-${n}`;
+      const claims = parsed(
+        seededClaim(name, '      dsnFile: legacy.dsn\n'),
+        join(claimsDir, `${name}.yaml`),
+      );
+      let count = 0;
+      let action: string | undefined;
+      const failing = new Reconciler({
+        config,
+        outputDir: out,
+        onStep: (step) => {
+          if (step.claim !== `default/${name}` || ++count !== n) return;
+          action = step.action;
+          throw new Error(`injected failure at ${step.action}`);
+        },
+      });
+      const first = await failing.reconcile(claims);
+      if (action === undefined) {
+        expect(first.outcomes[0]).toMatchObject({ claim: `default/${name}`, result: 'created' });
+        break;
+      }
+      failedAt.push(action);
+      const dir = join(out, 'default', name);
+      expect(first.outcomes[0]?.error, action).toContain(`injected failure at ${action}`);
+      // No secret after a failed pass unless the failure came after the publish swapped it in.
+      const swapped = failedAt.slice(0, -1).includes('publish-secret:swap-data');
+      if (!swapped) expect(await exists(join(dir, 'uri_dsn.txt')), action).toBe(false);
+      const second = await new Reconciler({ config, outputDir: out }).reconcile(claims);
+      expect(second.outcomes[0]?.error, action).toBeUndefined();
+      const rows = await withSecretClient(dir, (c) =>
+        c.query<{ n: number }>('SELECT count(*)::int AS n FROM items'),
+      );
+      expect(rows.rows, action).toEqual([{ n: 2000 }]);
+      expect(await leftovers('legacy_steps'), action).toEqual({
+        slots: 0,
+        logins: 0,
+        publications: 0,
+        subscriptions: 0,
+      });
+    }
+    expect(failedAt).toEqual(
+      expect.arrayContaining([
+        'create-subscription',
+        'drop-subscription',
+        'sync-sequences',
+        'publish-secret',
+      ]),
+    );
+  });
+
   it('a bad reference names the claim or file, never the password, and publishes nothing', async () => {
     const claimsDir = join(work.path, 'claims-bad');
     await mkdir(claimsDir, { recursive: true });
