@@ -109,7 +109,10 @@ async function dsnFileParts(file: string): Promise<ConnectionParts> {
     // SourceError messages name the file and the problem, never the content.
     throw new SeedSourceError(`seed source DSN file: ${errorMessage(error)}`);
   });
-  return connectionParts(config, `DSN file ${file}`);
+  const parts = connectionParts(config, `DSN file ${file}`);
+  // A relative sslrootcert was resolved against the file's folder by hotload-core.
+  const sslrootcert = config.params.sslrootcert;
+  return sslrootcert === undefined ? parts : { ...parts, sslrootcert };
 }
 
 async function secretParts(context: ClaimContext, secret: string): Promise<ConnectionParts> {
