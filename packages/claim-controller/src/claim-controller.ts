@@ -44,6 +44,7 @@ import { KubeSecretSink } from './kube-secret-sink.js';
 import { KubeStatusStore } from './kube-status-store.js';
 import { resourceKey } from './resource-informer.js';
 import { SecretCache } from './secret-cache.js';
+import { readSeedSourceDsn } from './seed-source-secret.js';
 import type { BackoffSettings, WorkOutcome } from './work-queue.js';
 
 /** Options of {@link ClaimController}. */
@@ -360,6 +361,7 @@ export class ClaimController extends EventEmitter {
         ),
       statuses: store,
       publisherId: async () => this.#options.reconciler.publisherId ?? DEFAULT_PUBLISHER_ID,
+      sourceDsn: (namespace, name) => readSeedSourceDsn(this.#options.clients, namespace, name),
       // Only the few claims naming the same user are parsed (a full parse of every claim on
       // every reconcile would make a pass quadratic in parses).
       otherClaims: (userName) =>

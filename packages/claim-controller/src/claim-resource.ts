@@ -137,5 +137,10 @@ export function claimFromResource(
   const errors = problems.filter((problem) => problem.severity === 'error');
   const claim = claims[0];
   if (errors.length > 0 || !claim) return { error: errors.map(formatProblem).join('; ') || 'invalid claim' };
+  // A path in a claim would let whoever writes claims read the controller's own files.
+  if (claim.sourceDataFrom?.kind === 'dsn-file')
+    return {
+      error: `${where}: spec.sourceDataFrom.database.dsnFile is for the folder mode; the controller reads no file a claim names (use database.secretRef)`,
+    };
   return { claim };
 }

@@ -76,6 +76,8 @@ export {
   secretDiffers,
   secretFiles,
 } from './core/secret-layout.js';
+export { SeedSourceError } from './core/seed-endpoints.js';
+export { describeSeedSource, type SeedSource } from './core/seed-source.js';
 export {
   assertSafeIdentifier,
   assertSafeRoleName,

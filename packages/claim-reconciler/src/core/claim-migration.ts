@@ -10,6 +10,10 @@
  * Abandon: pointing the claim back at its source (or at a third place) before cutover
  * drops the replication, removes the canary secret and retires the target database under
  * its deletion policy; the application never left the source.
+ *
+ * Seed: a new claim with `sourceDataFrom` runs the same machine from another database
+ * (seed-endpoints.ts) into its own; its first secret is published at the seed's cutover,
+ * and the source is never drained, fenced or retired (it is not the claim's).
  */
 
 import { cutoverOptions } from '../migration/cutover-settings.js';
@@ -44,6 +48,8 @@ import { claimNames, Provisioner } from './provisioner.js';
 import { type ReconcileError, retryable, terminal } from './reconcile-result.js';
 import { inactiveUser, setVerifiedPassword } from './rotation.js';
 import type { PublishedCredentials } from './secret-layout.js';
+import { openSeedSource, type SeedSourceEnd } from './seed-endpoints.js';
+import { describeSeedSource } from './seed-source.js';
 import { performStep } from './steps.js';
 
 /** Suffix of the canary secret published during a manual cutover. */
@@ -89,6 +95,9 @@ export async function reconcileMigration(
   if (inProgress(state) && !sameDatabase(state.target, input.binding) && beforeCutover(state)) {
     return abandon(context, input, state, status!);
   }
+  if (!inProgress(state) && input.claim.sourceDataFrom && !status?.binding && !input.published) {
+    return startSeed(context, input);
+  }
   if (!inProgress(state)) {
     const source = status?.binding;
     if (!source || !input.published || sameDatabase(source, input.binding)) return undefined;
@@ -115,6 +124,57 @@ export async function reconcileMigration(
     state = { ...state, manualCutover: input.claim.cutover === 'Manual' };
   }
   return new ClaimMigration(context, input, status!, state).run();
+}
+
+/**
+ * Starts seeding a new claim's database from `claim.sourceDataFrom`: the source is
+ * resolved and reached first, so a bad reference is reported (and nothing published)
+ * before anything is created for the seed.
+ */
+async function startSeed(context: ClaimContext, input: MigrationInput): Promise<ClaimReconcile> {
+  const seed = input.claim.sourceDataFrom!;
+  const status = input.status ?? emptyStatus(input.claim);
+  let source: SeedSourceEnd;
+  try {
+    source = await openSeedSource(context, seed);
+  } catch (error) {
+    return input.fail(retryable(errorMessage(error)));
+  }
+  const state = newMigration({
+    source: source.binding,
+    target: input.binding,
+    replicationName: replicationName(
+      input.claim.key,
+      `seed/${instanceId(input.binding)}/${input.binding.databaseName}`,
+    ),
+    manualCutover: false,
+    now: context.now,
+    seedFrom: seed,
+  });
+  input.actions.push(`seeding ${describe(input.binding)} from ${describeSeedSource(seed)}`);
+  if (!(await performStep(context.onStep, { claim: input.claim.key, action: 'begin-seed' }))) {
+    return new ClaimMigration(context, input, status, state).dryRunOutcome(new DryRunStop('begin-seed'));
+  }
+  context.metrics?.migrationStarted?.();
+  return new ClaimMigration(context, input, status, state).run();
+}
+
+/** The status of a claim that has none yet (a seed starts before the first publish). */
+function emptyStatus(claim: DatabaseClaim): ClaimStatus {
+  return {
+    claim: claim.key,
+    namespace: claim.namespace,
+    secretName: claim.secretName,
+    error: null,
+    matchedLabel: null,
+    binding: null,
+    activeUser: null,
+    dbCreatedAt: null,
+    connectionInfoUpdatedAt: null,
+    userUpdatedAt: null,
+    retired: [],
+    deleting: false,
+  };
 }
 
 /** One claim's migration during one pass. */
@@ -149,11 +209,14 @@ class ClaimMigration {
       const remaining = await cleanUpBindings(context, input.claim.key, this.#status.retired, input.actions);
       const error = remaining.errors.length > 0 ? remaining.errors.join('; ') : null;
       await this.write({ ...this.#status, retired: remaining.bindings, error });
-      return this.outcome('moved', 'done', error ?? undefined);
+      return this.outcome(this.#state.seedFrom ? 'created' : 'moved', 'done', error ?? undefined);
     } catch (error) {
       if (error instanceof DryRunStop) return this.dryRunOutcome(error);
       context.metrics?.migrationFailed?.();
-      const message = `migration to ${describe(this.#state.target)} (${this.#state.phase}): ${errorMessage(error)}`;
+      const what = this.#state.seedFrom
+        ? `seed of ${describe(this.#state.target)} from ${describeSeedSource(this.#state.seedFrom)}`
+        : `migration to ${describe(this.#state.target)}`;
+      const message = `${what} (${this.#state.phase}): ${errorMessage(error)}`;
       await this.save({ ...this.#state, error: message }).catch(() => {});
       return input.fail(error instanceof MigrationRefusedError ? terminal(message) : retryable(message));
     }
@@ -259,7 +322,8 @@ class ClaimMigration {
     this.#state = state;
     this.context.metrics?.migrationLag?.(this.input.claim.key, state.lagBytes, state.lagSeconds);
     let { retired } = this.#status;
-    if (state.phase === 'done' && !retired.some((b) => sameDatabase(b, state.source))) {
+    // A seed's source is someone else's database: never retired.
+    if (state.phase === 'done' && !state.seedFrom && !retired.some((b) => sameDatabase(b, state.source))) {
       // Recorded in the same write as `done`, so no crash loses track of the source.
       retired = [...retired, state.source];
       this.context.usage.add(state.source);
@@ -287,13 +351,13 @@ class ClaimMigration {
     return this.outcome('migrating', `${this.#state.phase} (${stop.message})`);
   }
 
-  private outcome(result: 'migrating' | 'moved', phase: string, error?: string): ClaimReconcile {
+  private outcome(result: 'migrating' | 'moved' | 'created', phase: string, error?: string): ClaimReconcile {
     const { input } = this;
     return {
       outcome: {
         claim: input.claim.key,
         result,
-        actions: [...input.actions, `migration ${phase}`],
+        actions: [...input.actions, `${this.#state.seedFrom ? 'seed' : 'migration'} ${phase}`],
         matchedLabel: this.#status.matchedLabel ?? input.binding.label,
         ...(this.#status.activeUser ? { activeUser: this.#status.activeUser } : {}),
         secretLocation: input.sink.location,
@@ -348,6 +412,7 @@ async function abandon(
 
 /** The two ends of `state`, as master sessions in the claim database on each instance. */
 async function migrationEndpoints(context: ClaimContext, state: MigrationState): Promise<MigrationEndpoints> {
+  if (state.seedFrom) return seedEndpoints(context, state, await openSeedSource(context, state.seedFrom));
   const source = await masterFor(context, state.source);
   const target = await masterFor(context, state.target);
   const session =
@@ -367,6 +432,32 @@ async function migrationEndpoints(context: ClaimContext, state: MigrationState):
     describe: { source: instanceId(state.source), target: instanceId(state.target) },
     baseRole: names.baseRole,
     sourceUsers: names.users,
+  };
+}
+
+/** A seed's ends: `source` as resolved, the claim's own database as the target. */
+async function seedEndpoints(
+  context: ClaimContext,
+  state: MigrationState,
+  source: SeedSourceEnd,
+): Promise<MigrationEndpoints> {
+  const target = await masterFor(context, state.target);
+  return {
+    source: source.session,
+    target: (work) => target.inDatabase(state.target.databaseName, work),
+    sourceAddress: {
+      host: source.binding.host,
+      port: source.binding.port,
+      database: source.binding.databaseName,
+      sslmode: source.sslmode,
+    },
+    describe: { source: instanceId(source.binding), target: instanceId(state.target) },
+    baseRole: claimNames(state.target.userName, state.target.databaseName).baseRole,
+    sourceReaderRole: source.readerRole,
+    // Seeds are often from a database on the claim's own instance.
+    slotFirst: true,
+    // Nobody's sessions are drained from a seed's source.
+    sourceUsers: [],
   };
 }
 
@@ -422,5 +513,7 @@ export async function dropMigrationOf(context: ClaimContext, status: ClaimStatus
     cutoverApproved: false,
   });
   const listed = [...(status.binding ? [status.binding] : []), ...status.retired];
-  return [state.source, state.target].filter((b) => !listed.some((known) => sameDatabase(known, b)));
+  // A seed's source is someone else's database: only the claim's own target is its to retire.
+  const own = state.seedFrom ? [state.target] : [state.source, state.target];
+  return own.filter((b) => !listed.some((known) => sameDatabase(known, b)));
 }

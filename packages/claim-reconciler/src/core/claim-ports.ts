@@ -72,4 +72,10 @@ export interface ClaimPorts {
    * itself (the folder mode sees a whole pass).
    */
   otherClaims?(userName: string): readonly DatabaseClaim[];
+  /**
+   * The DSN a seed source Secret holds (`uri_dsn.txt`, else `dsn.txt`), or undefined when
+   * the Secret or both keys are missing. Absent: the driver reads no Secrets (folder mode
+   * names a seed's DSN with a file instead).
+   */
+  sourceDsn?(namespace: string, name: string): Promise<string | undefined>;
 }

@@ -6,12 +6,14 @@
  * quietly fall back to a default. Fields of the controller's CRD that this reconciler does
  * not act on (cloud shapes, storage sizes, ...) are accepted with a warning.
  */
+import { dirname, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { CUTOVER_SETTINGS_SCHEMA, type CutoverSettings } from '../migration/cutover-settings.js';
 import type { DeletionPolicy } from './binding.js';
 import { type Problem, problemsFromZod, yamlErrorText } from './problems.js';
 import { CA_CERTIFICATE_KEY, CREDENTIAL_KEYS } from './secret-layout.js';
+import { parseSeedSource, type SeedSource, SOURCE_DATA_FROM_SCHEMA } from './seed-source.js';
 import {
   assertSafeIdentifier,
   assertSafeRoleName,
@@ -52,9 +54,8 @@ const ACCEPTED_UNUSED_SPEC_FIELDS = [
  * field gets implemented. An unset, `false` or empty value asks for nothing and passes.
  */
 export const REFUSED_SPEC_FIELDS: Readonly<Record<string, string>> = {
-  useExistingSource: 'reusing an existing database is not supported: the claim would get an empty database',
-  sourceDataFrom:
-    'copying data from another database is not supported: the claim would get an empty database',
+  useExistingSource:
+    "managing users on the source database in place is not supported; leave it unset (or false) and sourceDataFrom copies the source into the claim's own database",
   restoreFrom: 'restoring from a backup is not supported: the claim would get an empty database',
   enableReplicationRole: 'replication roles are not created by this reconciler',
   enableSuperUser: 'superuser roles are never created by this reconciler',
@@ -120,6 +121,8 @@ export const CLAIM_SPEC_SCHEMA = z.strictObject({
   cutoverApproved: z.boolean().optional(),
   /** When an instance change cuts over (overrides the reconciler config's `migration:` per field). */
   migration: CUTOVER_SETTINGS_SCHEMA.optional(),
+  /** Seed a new claim's database from an existing one (see seed-source.ts). */
+  sourceDataFrom: SOURCE_DATA_FROM_SCHEMA.optional(),
   ...unusedFields,
 });
 
@@ -179,6 +182,11 @@ export interface DatabaseClaim {
   readonly cutoverApproved?: boolean;
   /** `spec.migration`: when an instance change cuts over (see cutover-settings.ts). */
   readonly migration?: CutoverSettings;
+  /**
+   * `spec.sourceDataFrom`: the database a new claim's database is seeded from (copied and
+   * streamed until caught up, then published). Ignored once the claim has a database.
+   */
+  readonly sourceDataFrom?: SeedSource;
 }
 
 /** Claims and findings from one or more YAML sources. */
@@ -343,6 +351,17 @@ function buildClaim(
     if (asksForSomething((spec as Record<string, unknown>)[field]))
       report(`spec.${field}`, `is not supported: ${reason}`);
   }
+  const sourceDataFrom = spec.sourceDataFrom
+    ? parseSeedSource(spec.sourceDataFrom, namespace, (path) => resolve(dirname(file), path))
+    : undefined;
+  if (sourceDataFrom && 'problem' in sourceDataFrom) report('spec.sourceDataFrom', sourceDataFrom.problem);
+  if (
+    sourceDataFrom &&
+    'kind' in sourceDataFrom &&
+    sourceDataFrom.kind === 'claim' &&
+    sourceDataFrom.claim === key
+  )
+    report('spec.sourceDataFrom', 'a claim cannot be seeded from its own database');
   for (const field of ACCEPTED_UNUSED_SPEC_FIELDS) {
     if ((spec as Record<string, unknown>)[field] !== undefined)
       report(`spec.${field}`, 'is accepted but not used by this reconciler', 'warning');
@@ -365,6 +384,7 @@ function buildClaim(
     ...(spec.cutover ? { cutover: spec.cutover } : {}),
     ...(spec.cutoverApproved !== undefined ? { cutoverApproved: spec.cutoverApproved } : {}),
     ...(spec.migration ? { migration: spec.migration } : {}),
+    ...(sourceDataFrom && 'kind' in sourceDataFrom ? { sourceDataFrom } : {}),
   };
 }
 

@@ -14,8 +14,14 @@
  *
  * Until `cutover` the application stays on the source; from `draining` on it is on the
  * target. Never holds a password.
+ *
+ * A seed (`seedFrom` set: a new claim's database filled from someone else's database)
+ * runs the same phases up to `streaming`; its `cutover` confirms the source's position,
+ * drops the link and only then publishes the claim's first secret; it never drains,
+ * fences or retires the source, which is not the claim's.
  */
 import type { Binding } from '../core/binding.js';
+import type { SeedSource } from '../core/seed-source.js';
 import type { CutoverReason } from './cutover-settings.js';
 import type { ReplicaIdentityChoice } from './replica-identity.js';
 import type { SynchronousApplyUnavailable } from './synchronous-apply.js';
@@ -97,6 +103,11 @@ export interface MigrationState {
   readonly completedAt: string | null;
   /** Why the migration is stopped (refusal or last error), null while it progresses. */
   readonly error: string | null;
+  /**
+   * Set for a seed: the database the claim's new database is filled from (the source,
+   * which belongs to someone else and is left as it is). Absent or null for a move.
+   */
+  readonly seedFrom?: SeedSource | null;
 }
 
 /** A migration about to start. */
@@ -106,6 +117,7 @@ export function newMigration(options: {
   replicationName: string;
   manualCutover: boolean;
   now: Date;
+  seedFrom?: SeedSource;
 }): MigrationState {
   return {
     phase: 'schema',
@@ -132,6 +144,7 @@ export function newMigration(options: {
     sessionsTerminated: null,
     completedAt: null,
     error: null,
+    seedFrom: options.seedFrom ?? null,
   };
 }
 

@@ -69,6 +69,16 @@ export interface MigrationEndpoints {
   readonly describe: { readonly source: string; readonly target: string };
   /** The claim's base role on the source (the replication login reads as it) and target (owns the copy). */
   readonly baseRole: string;
+  /**
+   * The role the replication login reads the source as, when it is not `baseRole` (a
+   * seed: the source database belongs to another claim or to the DSN's login).
+   */
+  readonly sourceReaderRole?: string;
+  /**
+   * Create the replication slot before the subscription: a seed's source may be on the
+   * target's own server, where a subscription cannot create its slot itself.
+   */
+  readonly slotFirst?: boolean;
   /** Login users whose sessions must leave the source. */
   readonly sourceUsers: readonly string[];
 }
@@ -213,8 +223,9 @@ class MigrationPass {
           source,
           target,
           endpoints.sourceAddress,
-          endpoints.baseRole,
+          endpoints.sourceReaderRole ?? endpoints.baseRole,
           state.tables,
+          endpoints.slotFirst,
         );
         const reading = await this.waitFor(link, state, allTablesReady);
         const progressed = { ...state, ...progressFields(reading.progress) };
@@ -227,7 +238,8 @@ class MigrationPass {
         if (!(await link.hasSubscription(target))) return go(recopy(state));
         // A state saved before the field existed starts its catch-up bound now.
         const streamingAt = state.streamingAt ?? new Date().toISOString();
-        const forcing = settings.cutoverStrategy !== 'wait';
+        // A seed never fences or holds the source's writes: they are someone else's.
+        const forcing = settings.cutoverStrategy !== 'wait' && !state.seedFrom;
         const forceAt = Date.parse(streamingAt) + settings.maxCatchUpMillis;
         // Every table ready again too: a target that restarted may be copying a table anew.
         const reading = await this.waitFor(
@@ -248,6 +260,7 @@ class MigrationPass {
         return this.forceCatchUp(link, progressed);
       }
       case 'cutover': {
+        if (state.seedFrom) return this.seedCutover(link, state);
         if (!(await link.hasSubscription(target))) {
           await this.apply.release(source); // a killed pass may have held it for the lost subscription
           return go(recopy(state));
@@ -320,6 +333,35 @@ class MigrationPass {
       case 'done':
         return pause(state);
     }
+  }
+
+  /**
+   * The cutover of a seed: the target confirms the source's WAL position read now (so it
+   * holds every transaction committed on the source before), the link goes, its sequences
+   * are set to the source's, and only then is the claim's secret published. The source keeps
+   * taking its own writes throughout; nothing there is fenced, drained or retired.
+   */
+  private async seedCutover(link: ReplicationLink, state: MigrationState): Promise<Advanced> {
+    const { source, target, hooks } = this;
+    let progressed = state;
+    if (state.finalConfirmedAt === null) {
+      if (!(await link.hasSubscription(target))) return go(recopy(state));
+      await verifySchema(source, target);
+      const finalLsn = state.finalLsn ?? (await finalWalPosition(source));
+      const final = { ...state, finalLsn };
+      const reading = await this.waitFor(link, final, () => false, finalLsn);
+      progressed = { ...final, ...progressFields(reading.progress) };
+      if (!reading.reached) return pause(progressed);
+      progressed = { ...progressed, finalConfirmedAt: new Date().toISOString() };
+      await hooks.save(progressed);
+    }
+    // The link goes first: until then the source's newer rows keep arriving, with ids past
+    // any sequence position read before.
+    await link.remove(source, target);
+    await advanceSequences(source, target, 0, this.step);
+    await hooks.publishTarget();
+    const now = new Date().toISOString();
+    return go({ ...progressed, phase: 'done', lagBytes: 0, lagSeconds: 0, cutoverAt: now, completedAt: now });
   }
 
   /**

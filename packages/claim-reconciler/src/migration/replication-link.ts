@@ -58,7 +58,8 @@ export class ReplicationLink {
    * Creates the subscription unless it exists: drops a slot a killed run left without its
    * subscription, empties the target tables (nothing but an earlier copy can be in them:
    * the application is not there yet), sets a fresh password on the replication login and
-   * subscribes with it (initial copy, then streaming).
+   * subscribes with it (initial copy, then streaming). With `slotFirst` the slot is created
+   * on the source before the subscription (needed when both are on one server).
    */
   async ensureSubscription(
     source: SqlClient,
@@ -66,9 +67,16 @@ export class ReplicationLink {
     address: SourceAddress,
     readerRole: string,
     tables: readonly string[],
+    slotFirst = false,
   ): Promise<void> {
     if (await this.hasSubscription(target)) return;
     await this.dropSlot(source);
+    if (slotFirst) {
+      // A subscription cannot create its slot on its own server in the same command (the
+      // command waits for its own transaction): made here first, the subscription uses it.
+      await this.step('create-replication-slot');
+      await source.query(`SELECT pg_create_logical_replication_slot($1, 'pgoutput')`, [this.name]);
+    }
     if (tables.length > 0) {
       await this.step('truncate-target-tables');
       await target.query(`TRUNCATE ${tables.join(', ')}`);
@@ -97,7 +105,7 @@ export class ReplicationLink {
     await target.query(
       `CREATE SUBSCRIPTION ${quoteIdentifier(this.name)} CONNECTION ${quoteLiteral(conninfo)}
          PUBLICATION ${quoteIdentifier(this.name)}
-         WITH (slot_name = ${quoteLiteral(this.name)}, create_slot = true, copy_data = true,
+         WITH (slot_name = ${quoteLiteral(this.name)}, create_slot = ${slotFirst ? 'false' : 'true'}, copy_data = true,
                synchronous_commit = 'local')`,
     );
     await target.query('RESET log_statement').catch(() => {});

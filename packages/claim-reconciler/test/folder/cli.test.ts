@@ -226,7 +226,7 @@ describe('CLI manners', () => {
       `error: ${join(claims, 'missing.yaml')} (claim default/no-label): spec.instanceLabel is required`,
     );
     expect(lines.find((line) => line.includes('spec.useExistingSource'))).toMatch(
-      /^error: .*reuse\.yaml \(claim default\/reuse\): spec\.useExistingSource is not supported: reusing an existing database/,
+      /^error: .*reuse\.yaml \(claim default\/reuse\): spec\.useExistingSource is not supported: managing users on the source database in place is not supported; leave it unset \(or false\) and sourceDataFrom copies the source/,
     );
     expect(lines).toContain(
       `warning: ${join(claims, 'cosmetic.yaml')} (claim default/cosmetic): spec.tags is accepted but not used by this reconciler`,
