@@ -1,5 +1,5 @@
 import genericPool from 'generic-pool';
-import type { ConnectionBudget, ConnectionConfig, HostPort } from 'hotload-core';
+import { ConnectionBudget, type ConnectionConfig, type HostPort } from 'hotload-core';
 import type { ClientFactory } from './client-factory.js';
 import { FailedCreate } from './failed-create.js';
 
@@ -31,8 +31,11 @@ export class Generation<Client> {
     config: ConnectionConfig,
     host: HostPort,
     options: GenericPoolOptions,
-    /** The connections of all the pool's generations (see {@link ConnectionBudget}). */
-    budget: ConnectionBudget,
+    /**
+     * The connections of all the pool's generations (see {@link ConnectionBudget}); by
+     * default one of this generation's own, which bounds nothing beyond `options.max`.
+     */
+    budget: ConnectionBudget = new ConnectionBudget(() => options.max ?? 1),
   ) {
     const validate = factory.validate?.bind(factory);
     this.pool = genericPool.createPool<Client | FailedCreate>(
