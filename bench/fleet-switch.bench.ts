@@ -14,7 +14,14 @@
  * (`switch_p50_ms`, `switch_p99_ms`). `budget_bound` is what the connection budget
  * guarantees: pools × (max + 1).
  *
- * Run: `node --import tsx bench/fleet-switch.bench.ts [--pools 50] [--driver pg]`.
+ * With quick queries and 8 workers on `max` 10, old connections close as fast as new ones
+ * open, so a switch barely shows even without the budget. `--held N` (default 0) makes
+ * each pool hold N transactions open on the old generation across the switch, committed
+ * once the pool has answered as the new user: the slow-drain case, where, without the
+ * budget, the new generation would open its connections beside the old ones
+ * (8 workers + 8 held on `max` 10: up to 16 a pool).
+ *
+ * Run: `node --import tsx bench/fleet-switch.bench.ts [--pools 50] [--driver pg] [--held 8]`.
  */
 
 import { fork } from 'node:child_process';
@@ -61,13 +68,23 @@ const ms = (value: number) => Number(value.toFixed(2));
 const now = () => performance.timeOrigin + performance.now();
 
 /** One pool of the fleet, in a child process: load until told to stop, reporting the switch. */
-async function runPool(driverName: string, secretPath: string): Promise<void> {
+async function runPool(driverName: string, secretPath: string, heldCount: number): Promise<void> {
   const driver = DRIVERS.find((candidate) => candidate.name === driverName)!;
   const subject = await driver.create({
     source: { secretDirectory: secretPath },
     drainTimeoutMillis: 60_000,
     max: MAX,
   });
+  // Slow transactions on the old generation: open before the load, committed only once
+  // this pool has answered as the new user.
+  const held = await Promise.all(Array.from({ length: heldCount }, () => subject.hold()));
+  for (const transaction of held) await transaction.query('BEGIN');
+  const commitHeld = async () => {
+    for (const transaction of held) {
+      await transaction.query('COMMIT');
+      await transaction.release();
+    }
+  };
   const send = (message: FromPool) => process.send!(message);
   let failed = 0;
   let stopping = false;
@@ -85,6 +102,7 @@ async function runPool(driverName: string, secretPath: string): Promise<void> {
         if (!switchedSent && rows[0]?.u === wanted) {
           switchedSent = true;
           send({ kind: 'switched', firstAnswerAt: now() });
+          void commitHeld();
         }
       } catch {
         failed++;
@@ -153,6 +171,7 @@ async function measure(
   driver: Driver,
   flag: string,
   pools: number,
+  held: number,
   cluster: PostgresCluster,
   passwords: Record<string, string>,
 ): Promise<void> {
@@ -161,7 +180,10 @@ async function measure(
   await secret.write(cluster, 'app_a', passwords.app_a!);
   const self = fileURLToPath(import.meta.url);
   const children = Array.from({ length: pools }, () =>
-    fork(self, ['--child', driver.name, secret.path], { execArgv: ['--import', 'tsx'], stdio: 'inherit' }),
+    fork(self, ['--child', driver.name, secret.path, String(held)], {
+      execArgv: ['--import', 'tsx'],
+      stdio: 'inherit',
+    }),
   );
   const warm = allSent(children, 'warm');
   await warm;
@@ -196,6 +218,7 @@ async function measure(
       driver: flag,
       pools,
       workers_per_pool: WORKERS,
+      held_per_pool: held,
       max: MAX,
       samples: sampler.samples.length,
       steady_connections: steady,
@@ -214,16 +237,20 @@ async function main(): Promise<void> {
     options: {
       pools: { type: 'string', default: '50' },
       driver: { type: 'string', default: 'all' },
+      held: { type: 'string', default: '0' },
       child: { type: 'boolean', default: false },
     },
     allowPositionals: true,
     strict: false,
   });
   if (values.child) {
-    const [driverName, secretPath] = process.argv.slice(process.argv.indexOf('--child') + 1);
-    return runPool(driverName!, secretPath!);
+    const [driverName, secretPath, held] = process.argv.slice(process.argv.indexOf('--child') + 1);
+    return runPool(driverName!, secretPath!, Number(held));
   }
   const pools = Number(values.pools);
+  const held = Number(values.held);
+  if (!Number.isInteger(held) || held < 0)
+    throw new Error('fleet-switch: --held must be a non-negative integer');
   if (!Number.isInteger(pools) || pools < 1)
     throw new Error('fleet-switch: --pools must be a positive integer');
   const flags = values.driver === 'all' ? Object.keys(FLEET_DRIVERS) : [String(values.driver)];
@@ -240,7 +267,7 @@ async function main(): Promise<void> {
     await createAppDatabase(cluster, passwords);
     for (const flag of flags) {
       const driver = DRIVERS.find((candidate) => candidate.name === FLEET_DRIVERS[flag])!;
-      await measure(driver, flag, pools, cluster, passwords);
+      await measure(driver, flag, pools, held, cluster, passwords);
     }
   } finally {
     await cluster.stop();
