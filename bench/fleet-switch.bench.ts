@@ -17,7 +17,7 @@
  * With quick queries and 8 workers on `max` 10, old connections close as fast as new ones
  * open, so a switch barely shows even without the budget. `--held N` (default 0) makes
  * each pool hold N transactions open on the old generation across the switch, committed
- * once the pool has answered as the new user: the slow-drain case, where, without the
+ * once every worker of the pool has answered as the new user: the slow-drain case, where, without the
  * budget, the new generation would open its connections beside the old ones
  * (8 workers + 8 held on `max` 10: up to 16 a pool).
  *
@@ -76,7 +76,7 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
     max: MAX,
   });
   // Slow transactions on the old generation: open before the load, committed only once
-  // this pool has answered as the new user.
+  // every worker of this pool has answered as the new user.
   const held = await Promise.all(Array.from({ length: heldCount }, () => subject.hold()));
   for (const transaction of held) await transaction.query('BEGIN');
   const commitHeld = async () => {
@@ -92,18 +92,23 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
   let warmWorkers = 0;
   let switchedSent = false;
   subject.events.on('drained', () => send({ kind: 'drained' }));
+  let switchedWorkers = 0;
   const work = async () => {
     let warm = false;
+    let switched = false;
     while (!stopping) {
       try {
         const rows = await subject.query('SELECT session_user AS u');
         if (!warm && ++warmWorkers === WORKERS) send({ kind: 'warm' });
         warm = true;
-        if (!switchedSent && rows[0]?.u === wanted) {
+        if (switched || rows[0]?.u !== wanted) continue;
+        switched = true;
+        if (!switchedSent) {
           switchedSent = true;
           send({ kind: 'switched', firstAnswerAt: now() });
-          void commitHeld();
         }
+        // Every worker runs on the new generation now: the slow transactions end.
+        if (++switchedWorkers === WORKERS) void commitHeld();
       } catch {
         failed++;
       }
