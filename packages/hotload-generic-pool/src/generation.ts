@@ -20,6 +20,12 @@ export class Generation<Client> {
   readonly borrowed = new Set<Client>();
   /** Aborted when the generation is discarded: clients still connecting give up. */
   readonly #closing = new AbortController();
+  /**
+   * Aborted once the generation stops serving (drain or discard): a create still waiting
+   * for budget gives up, and its checkout is retried on the serving generation. A retired
+   * generation must not wait for budget that its own slow clients may be holding.
+   */
+  readonly #retiring = new AbortController();
   #drained: Promise<void> | undefined;
   /** Set by {@link Generation.acquireForVerify}: the next client opened is the verify connection. */
   #verifying = false;
@@ -79,7 +85,7 @@ export class Generation<Client> {
    * `+ 1`), any other once the pool's generations hold fewer than `max` (it waits).
    */
   #takeBudget(budget: ConnectionBudget): Promise<void> {
-    if (!this.#verifying) return budget.take(this.#closing.signal);
+    if (!this.#verifying) return budget.take(this.#retiring.signal);
     this.#verifying = false;
     budget.takeVerify();
     return Promise.resolve();
@@ -118,6 +124,9 @@ export class Generation<Client> {
    * left. Idempotent.
    */
   drain(): Promise<void> {
+    this.#retiring.abort(
+      new Error(`hotload: generation ${this.id} was retired before a connection could open`),
+    );
     this.#drained ??= this.#drain();
     return this.#drained;
   }

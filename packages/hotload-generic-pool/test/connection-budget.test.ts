@@ -78,3 +78,42 @@ it('holds at most max + 1 clients across a switch with transactions held on the 
     await pool.end();
   }
 });
+
+it('serves a checkout queued in the old generation at the switch from the new one, without waiting for the old generation’s slow clients', async () => {
+  const max = 3;
+  const { factory } = countingFactory();
+  const subject = await hotloadGenericPool({
+    server: suite.clusters[0]!,
+    user: 'app_b',
+    password: suite.passwords.app_b,
+    secretDirectory: suite.secret.path,
+    pool: { max },
+    factory,
+  });
+  const pool = subject.hotload;
+  try {
+    await suite.publish(suite.clusters[0]!, 'app_b');
+    // The old generation full (two slow transactions, one client in use) and a checkout
+    // queued inside its generic-pool.
+    const [slow1, slow2, inUse] = await Promise.all(Array.from({ length: max }, () => pool.acquire()));
+    for (const client of [slow1!, slow2!]) await client.query('BEGIN');
+    const queued = pool.acquire();
+    const switched = nextEvent(pool.hotload, 'switch');
+    await suite.rotateOnServer('app_a');
+    await suite.publish(suite.clusters[0]!, 'app_a');
+    await switched;
+    // The client in use comes back and is closed (its generation is retired); the queued
+    // checkout then needs a new client: not one of the retired generation, which would
+    // wait for budget the slow transactions hold, but one of the serving generation.
+    await pool.release(inUse!);
+    const served = await queued;
+    expect((await served.query('SELECT session_user AS u')).rows[0]?.u).toBe('app_a');
+    await pool.release(served);
+    for (const client of [slow1!, slow2!]) {
+      await client.query('COMMIT');
+      await pool.release(client);
+    }
+  } finally {
+    await pool.end();
+  }
+});
