@@ -25,9 +25,11 @@
  * moment as the switch, competing with the load and with the switch for the same cores,
  * which is how an independent measurement (issue 29) took it. `alone_floor_p50_ms`: one
  * new connection once the switch is over (the load still running, nothing else
- * connecting), which is how this bench took it before; it comes out lower, so a switch
- * looked like about one floor against it while it cost about two against the floor of
- * its own moment.
+ * connecting), which is how this bench took it before. The two differ by how much the
+ * moment of a switch costs a new connection (the switch's own verify and the new
+ * generation's first connections compete for the same cores); on a quiet machine the
+ * floor alone is the lower one. An independent measurement that takes the floor at the
+ * same moment should compare with `load_vs_floor`.
  *
  * The TLS case (`case: "tls-client-cert"`): the same switches over TLS with cert
  * authentication and no password, the way cert-manager rotates a client certificate: the
