@@ -54,6 +54,7 @@ export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from 
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export {
   backoffDelay,
+  ConnectionBudget,
   CREDENTIAL_FAILURE_CODES,
   type CredentialWaitCheckout,
   type CredentialWaitLifecycle,

@@ -1,5 +1,5 @@
 import genericPool from 'generic-pool';
-import type { ConnectionConfig, HostPort } from 'hotload-core';
+import { ConnectionBudget, type ConnectionConfig, type HostPort } from 'hotload-core';
 import type { ClientFactory } from './client-factory.js';
 import { FailedCreate } from './failed-create.js';
 
@@ -20,7 +20,15 @@ export class Generation<Client> {
   readonly borrowed = new Set<Client>();
   /** Aborted when the generation is discarded: clients still connecting give up. */
   readonly #closing = new AbortController();
+  /**
+   * Aborted once the generation stops serving (drain or discard): a create still waiting
+   * for budget gives up, and its checkout is retried on the serving generation. A retired
+   * generation must not wait for budget that its own slow clients may be holding.
+   */
+  readonly #retiring = new AbortController();
   #drained: Promise<void> | undefined;
+  /** Set by {@link Generation.acquireForVerify}: the next client opened is the verify connection. */
+  #verifying = false;
 
   constructor(
     /** The generation's number, as the lifecycle's events and logs give it. */
@@ -29,16 +37,35 @@ export class Generation<Client> {
     config: ConnectionConfig,
     host: HostPort,
     options: GenericPoolOptions,
+    /**
+     * The connections of all the pool's generations (see {@link ConnectionBudget}); by
+     * default one of this generation's own, which bounds nothing beyond `options.max`.
+     */
+    budget: ConnectionBudget = new ConnectionBudget(() => options.max ?? 1),
   ) {
     const validate = factory.validate?.bind(factory);
     this.pool = genericPool.createPool<Client | FailedCreate>(
       {
-        create: () =>
-          factory
-            .create(config, host, this.#closing.signal)
-            .catch((error: unknown) => new FailedCreate(error)),
+        create: async () => {
+          try {
+            await this.#takeBudget(budget);
+          } catch (error) {
+            return new FailedCreate(error); // discarded while waiting: nothing was opened
+          }
+          try {
+            return await factory.create(config, host, this.#closing.signal);
+          } catch (error) {
+            budget.give();
+            return new FailedCreate(error);
+          }
+        },
         destroy: async (client) => {
-          if (!(client instanceof FailedCreate)) await factory.destroy(client);
+          if (client instanceof FailedCreate) return;
+          try {
+            await factory.destroy(client);
+          } finally {
+            budget.give();
+          }
         },
         ...(validate
           ? { validate: async (client) => client instanceof FailedCreate || (await validate(client)) }
@@ -51,6 +78,27 @@ export class Generation<Client> {
   /** True once the generation stopped serving (drain started or discarded). */
   get retired(): boolean {
     return this.#drained !== undefined;
+  }
+
+  /**
+   * A client opened counts against the budget: the verify connection whatever it is (the
+   * `+ 1`), any other once the pool's generations hold fewer than `max` (it waits).
+   */
+  #takeBudget(budget: ConnectionBudget): Promise<void> {
+    if (!this.#verifying) return budget.take(this.#retiring.signal);
+    this.#verifying = false;
+    budget.takeVerify();
+    return Promise.resolve();
+  }
+
+  /**
+   * Checks out the client that verifies this (candidate) generation: opened beyond the
+   * budget as its `+ 1`, it goes back to this generation's pool after the verify, the
+   * first client the generation serves with.
+   */
+  acquireForVerify(): Promise<Client> {
+    this.#verifying = true;
+    return this.acquire();
   }
 
   /** Checks a client out; rejects with the connect error when opening one failed. */
@@ -76,6 +124,9 @@ export class Generation<Client> {
    * left. Idempotent.
    */
   drain(): Promise<void> {
+    this.#retiring.abort(
+      new Error(`hotload: generation ${this.id} was retired before a connection could open`),
+    );
     this.#drained ??= this.#drain();
     return this.#drained;
   }

@@ -83,6 +83,8 @@ export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClas
     // Plain (not #private) members: Knex derives per-call clients with Object.create(client)
     // (migrations, withUserParams), and #private members are not reachable through a prototype.
     private readonly staticSettings: Readonly<Record<string, unknown>>;
+    /** The lifecycle's driver: also the connection budget new raw connections wait for. */
+    private readonly hotloadDriver: KnexDriver;
 
     constructor(config: HotloadKnexConfig) {
       if (typeof config.connection === 'function' || typeof config.connection === 'string') {
@@ -94,16 +96,14 @@ export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClas
       super(config as Knex.Config);
       this.staticSettings = { ...(config.connection ?? {}) };
       // Before the pool exists: a bad `hotload` block throws with nothing started.
-      this.hotload = new GenerationManager(
-        new KnexDriver({
-          staticSettings: this.staticSettings,
-          pg: () => this.driver as PgWireModule,
-          pool: () => this.pool,
-          openRawConnection: (generation, onCreated) =>
-            openObservingClient(this, onCreated, () => this.openRawConnection(generation)),
-        }),
-        config.hotload,
-      );
+      this.hotloadDriver = new KnexDriver({
+        staticSettings: this.staticSettings,
+        pg: () => this.driver as PgWireModule,
+        pool: () => this.pool,
+        openRawConnection: (generation, onCreated) =>
+          openObservingClient(this, onCreated, () => this.openRawConnection(generation)),
+      });
+      this.hotload = new GenerationManager(this.hotloadDriver, config.hotload);
       // Knex only builds the pool when `connection` is given; the source is our connection.
       if (!this.driver) this.initializeDriver();
       if (!this.pool && config.pool?.max !== 0) this.initializePool(this.config);
@@ -115,11 +115,12 @@ export function withHotload(PgClientClass: KnexClientClass): HotloadPgClientClas
      * away, or the failure retried, with the new settings. A login refused for its
      * credentials waits up to `credentialWaitMillis` for the new secret's generation and
      * retries there. Before the first config it waits, or fails fast with the source's error.
-     * The first connection after a switch is the one that verified the new config.
+     * The first connection after a switch is the one that verified the new config; any
+     * other waits for the connection budget (at most `max + 1` across generations).
      */
     override acquireRawConnection(): Promise<unknown> {
       return checkoutWithCredentialWait(this.hotload, {
-        checkout: (generation) => generation.takeSpare() ?? this.openRawConnection(generation),
+        checkout: (generation) => generation.takeSpare() ?? this.hotloadDriver.openPooled(generation),
         keep: async (connection, generation) => {
           // A kept spare may have lost its server while it waited (Knex marks it disposed).
           if ((generation === this.hotload.current || this.hotload.closed) && !connection.__knex__disposed) {

@@ -1,4 +1,5 @@
 import {
+  ConnectionBudget,
   type ConnectionConfig,
   type ForceClosedError,
   forceClosePgClient,
@@ -43,7 +44,48 @@ export interface KnexPort {
  * others as Knex gives them back; force-close cancels the query and closes the socket.
  */
 export class KnexDriver implements GenerationDriver<KnexGeneration, PgProbeClient, PgRawConnection> {
-  constructor(private readonly knex: KnexPort) {}
+  /**
+   * Raw connections of every generation, counted from before their connect until their
+   * socket closes, against Knex's pool `max`: tarn counts a destroyed connection gone at
+   * once and Knex's pool does not see the verify spare, so across a switch it alone could
+   * open more. With the budget a pool holds at most `max + 1` (the verify connection).
+   */
+  readonly budget: ConnectionBudget;
+
+  constructor(private readonly knex: KnexPort) {
+    this.budget = new ConnectionBudget(() => tarnMaxOf(knex.pool()));
+  }
+
+  /**
+   * Opens a raw connection for `generation` (Knex's pool grows) once the budget allows:
+   * the generations' connections, closing ones included, must be fewer than `max`.
+   */
+  async openPooled(generation: KnexGeneration): Promise<PgRawConnection> {
+    await this.budget.take();
+    return this.#openCounted(generation, () => {});
+  }
+
+  /** Opens a connection already counted; the count is given back once its socket has closed (or the open failed). */
+  async #openCounted(
+    generation: KnexGeneration,
+    onCreated: (connection: PgRawConnection) => void,
+  ): Promise<PgRawConnection> {
+    let given = false;
+    const give = (): void => {
+      if (given) return;
+      given = true;
+      this.budget.give();
+    };
+    try {
+      return await this.knex.openRawConnection(generation, (created) => {
+        created.once('end', give);
+        onCreated(created);
+      });
+    } catch (error) {
+      give();
+      throw error;
+    }
+  }
 
   build(config: ConnectionConfig, host: HostPort, id: number): KnexGeneration {
     return new KnexGeneration(id, config, toPgClientSettings(this.knex.staticSettings, config, host));
@@ -61,8 +103,10 @@ export class KnexDriver implements GenerationDriver<KnexGeneration, PgProbeClien
     const abort = (): void => void opening?.end().catch(() => {});
     signal.addEventListener('abort', abort, { once: true });
     let connection: PgRawConnection;
+    // The verify connection is the `+ 1` of the budget, whatever the others hold.
+    this.budget.takeVerify();
     try {
-      connection = await this.knex.openRawConnection(candidate, (created) => {
+      connection = await this.#openCounted(candidate, (created) => {
         opening = created;
       });
     } catch (error) {
@@ -127,4 +171,10 @@ export class KnexDriver implements GenerationDriver<KnexGeneration, PgProbeClien
   count(generation: KnexGeneration): number {
     return generation.connections.length;
   }
+}
+
+/** tarn's `max` (Knex's `pool.max`); no limit without a pool. */
+function tarnMaxOf(pool: unknown): number {
+  const max = (pool as { max?: unknown } | undefined)?.max;
+  return typeof max === 'number' && max > 0 ? max : Number.POSITIVE_INFINITY;
 }

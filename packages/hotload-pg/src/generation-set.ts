@@ -50,6 +50,17 @@ export class GenerationSet implements Iterable<Generation> {
     for (const generation of this.#generations) this.#forward(generation, name);
   }
 
+  /**
+   * Open connections of the promoted generations other than `generation` (the serving one
+   * and those still draining), for the connection budget (see {@link Generation.hasCapacity}).
+   */
+  openBesides(generation: Generation): number {
+    let open = 0;
+    for (const other of this.#generations)
+      if (other !== generation && other.promoted) open += other.openCount;
+    return open;
+  }
+
   /** `list` of every generation's pool, oldest generation first. */
   flatten<T>(list: (pool: pg.Pool) => readonly T[]): T[] {
     const items: T[] = [];

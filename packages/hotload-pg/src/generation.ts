@@ -39,6 +39,12 @@ export interface GenerationHooks {
    * (`pool.query` releases with the query's error) or an idle client's socket.
    */
   onError?(generation: Generation, err: Error): void;
+  /**
+   * Open connections (connecting ones included) of the pool's other promoted generations,
+   * serving or retiring: what {@link Generation.hasCapacity} leaves out of its own `max`
+   * so that all generations together never open more than `max` (see {@link Generation.openCount}).
+   */
+  connectionsElsewhere?(generation: Generation): number;
 }
 
 /**
@@ -97,9 +103,43 @@ export class Generation {
     });
   }
 
-  /** True while a checkout would not have to wait inside the generation's pool. */
+  /**
+   * True once the generation was promoted (it serves, or served and is retiring): its
+   * connections count against the budget of the pool's other generations. A candidate
+   * being verified is not counted: its one connection is the `+ 1` of `max + 1`.
+   */
+  promoted = false;
+
+  /**
+   * True while a checkout would neither wait inside the generation's pool nor break the
+   * connection budget: a checkout an idle client serves always may; one that opens a new
+   * connection only while this generation's connections plus the other generations'
+   * (still draining after a switch) are fewer than `max`. So across a switch the pool
+   * holds at most `max + 1` connections (the `+ 1` being the verify connection, which
+   * this generation took over): it grows as the old one shrinks.
+   */
   hasCapacity(): boolean {
-    return this.outstanding < (this.#pausedLimit ?? this.max);
+    if (this.outstanding >= (this.#pausedLimit ?? this.max)) return false;
+    // A client it has is free (idle, or being handed back): no new connection.
+    if (this.outstanding < this.pool.totalCount) return true;
+    return this.#withinBudget();
+  }
+
+  /** True if one more connection keeps all generations of the pool within `max`. */
+  #withinBudget(): boolean {
+    const elsewhere = this.hooks.connectionsElsewhere?.(this) ?? 0;
+    return elsewhere === 0 || this.openCount + elsewhere < this.max;
+  }
+
+  /**
+   * Connections of this generation whose socket may be open: connecting, idle, checked out,
+   * and those pg-pool has dropped but whose socket has not closed yet ('remove' not seen).
+   * Counted by the socket, as the server counts them.
+   */
+  get openCount(): number {
+    let connecting = 0;
+    for (const client of clientsOf(this.pool)) if (!this.#clients.has(client as TrackedClient)) connecting++;
+    return this.#clients.size + connecting;
   }
 
   /**

@@ -61,6 +61,8 @@ export class PgPoolDriver implements GenerationDriver<Generation, pg.PoolClient,
   }
 
   promote(candidate: Generation): void {
+    // From now on its connections count against the budget of the generations still draining.
+    candidate.promoted = true;
     this.owner.promote(candidate);
   }
 

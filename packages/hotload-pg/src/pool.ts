@@ -340,6 +340,8 @@ export class Pool extends pg.Pool {
       this.#requeue.takeOver(generation, err, callback, context as Waiter | undefined),
     // A refused login re-reads the source; with a host list, a failover signal re-selects.
     onError: (generation, err) => this.#manager.reportError(generation, err),
+    // The connection budget across a switch: the generations still draining count too.
+    connectionsElsewhere: (generation) => this.#generations.openBesides(generation),
   };
 
   /** What the driver may do to this pool (kept off the public surface). */

@@ -352,6 +352,8 @@ export class GenerationManager<Generation, Client, Connection = Client>
   /** Verify attempts with backoff until one host verifies (then promote) or the attempt is cancelled. */
   async #run(attempt: SwitchAttempt): Promise<boolean> {
     const started = performance.now();
+    await this.#jitter(attempt);
+    if (attempt.cancelled) return false;
     for (let attempts = 1; ; attempts++) {
       const nextRetryMillis = backoffDelay(
         attempts,
@@ -379,6 +381,17 @@ export class GenerationManager<Generation, Client, Connection = Client>
       await attempt.sleep(nextRetryMillis);
       if (attempt.cancelled) return false;
     }
+  }
+
+  /**
+   * `verifyJitterMillis`: a random pause before a changed config's first verify, so a fleet
+   * sharing one Secret spreads its verify connections. Not for host re-selection (a
+   * failover wants the writable host at once) and not before the first generation.
+   */
+  async #jitter(attempt: SwitchAttempt): Promise<void> {
+    const { verifyJitterMillis } = this.#options;
+    if (verifyJitterMillis === 0 || attempt.reselect || this.#current === undefined) return;
+    await attempt.sleep(Math.random() * verifyJitterMillis);
   }
 
   /**

@@ -5,6 +5,7 @@ export {
   type CredentialWaitLifecycle,
   checkoutWithCredentialWait,
 } from './checkout-with-credential-wait.js';
+export { ConnectionBudget } from './connection-budget.js';
 export { CREDENTIAL_FAILURE_CODES, isCredentialFailure } from './credential-failure.js';
 export type { GenerationDriver, VerifySession } from './driver.js';
 export type {

@@ -34,6 +34,13 @@ export interface LifecycleOptions<Client = unknown> {
    */
   credentialWaitMillis?: number;
   /**
+   * Longest random delay before the first verify of a changed config: each switch waits a
+   * uniformly random time up to this, so that many pods watching the same Secret do not
+   * all open their verify connection in the same millisecond (a fleet-wide login storm).
+   * It adds up to this much to a switch's latency. 0 (the default) verifies at once.
+   */
+  verifyJitterMillis?: number;
+  /**
    * A config to serve at once: its generation is built and promoted in the constructor
    * (unverified, as a first generation is), before the source is read; the source's
    * first read switches away from it only if it differs. For a driver whose first
@@ -75,6 +82,8 @@ export interface ResolvedLifecycleOptions {
    * secret (0: fail at once).
    */
   readonly credentialWaitMillis: number;
+  /** Longest random delay, in milliseconds, before the first verify of a changed config (0: none). */
+  readonly verifyJitterMillis: number;
 }
 
 const TIMINGS = [
@@ -83,6 +92,7 @@ const TIMINGS = [
   'verifyRetryInitialMillis',
   'verifyRetryMaxMillis',
   'credentialWaitMillis',
+  'verifyJitterMillis',
 ] as const;
 
 /**
@@ -101,6 +111,7 @@ export function resolveLifecycleOptions(
     verifyRetryInitialMillis: options.verifyRetryInitialMillis ?? 100,
     verifyRetryMaxMillis: options.verifyRetryMaxMillis ?? 5_000,
     credentialWaitMillis: options.credentialWaitMillis ?? 5_000,
+    verifyJitterMillis: options.verifyJitterMillis ?? 0,
   };
   for (const name of TIMINGS) {
     const value = resolved[name];

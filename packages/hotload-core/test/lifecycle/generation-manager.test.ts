@@ -144,6 +144,39 @@ describe('GenerationManager on a real secret directory and PostgreSQL', () => {
     expect(after).toBe(before);
   });
 
+  it('waits up to verifyJitterMillis before verifying a changed config (never the first); a switch cancelled meanwhile opens no connection', async () => {
+    expect(() => managerOn(secret.path, { verifyJitterMillis: -1 })).toThrow(/hotload\.verifyJitterMillis/);
+    let verifyConnects = 0;
+    const driver = new (class extends PgClientDriver {
+      override connect(candidate: ClientGeneration, signal: AbortSignal) {
+        verifyConnects++;
+        return super.connect(candidate, signal);
+      }
+    })();
+    const manager = new GenerationManager(driver, {
+      source: { secretDirectory: secret.path },
+      verifyJitterMillis: 3_600_000,
+    });
+    // The first generation serves without the jitter.
+    await manager.ready();
+    const serving = manager.config!;
+    const switching = manager.switchTo(
+      ConnectionConfig.create({
+        hosts: [...serving.hosts],
+        user: serving.user,
+        password: serving.password,
+        database: serving.database,
+        params: { application_name: 'jittered' },
+      }),
+    );
+    // Without the jitter the verify connect is asked within this turn's microtasks.
+    await new Promise(setImmediate);
+    expect(verifyConnects).toBe(0);
+    await manager.close();
+    expect(await switching).toBe(false);
+    expect(verifyConnects).toBe(0);
+  });
+
   it('keeps a bad secret out and lets the newest config win', async () => {
     const manager = managerOn(secret.path);
     try {
