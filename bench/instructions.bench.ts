@@ -56,7 +56,16 @@ async function countInstructions(
 ): Promise<number> {
   const child = spawn(
     'valgrind',
-    ['--tool=callgrind', `--callgrind-out-file=${outFile}`, process.execPath, childScript, workload, variant, String(queries)],
+    [
+      '--tool=callgrind',
+      `--callgrind-out-file=${outFile}`,
+      process.execPath,
+      '--expose-gc',
+      childScript,
+      workload,
+      variant,
+      String(queries),
+    ],
     { env, cwd: fileURLToPath(new URL('.', import.meta.url)), stdio: ['pipe', 'pipe', 'pipe'] },
   );
   let stderr = '';
@@ -87,7 +96,11 @@ async function perQuery(
   const out = (n: number) => join(PROFILE_DIR ?? work, `callgrind.${workload}.${variant}.${n}`);
   const single = await countInstructions(workload, variant, QUERIES, env, out(QUERIES));
   const double = await countInstructions(workload, variant, 2 * QUERIES, env, out(2 * QUERIES));
-  return { perQuery: (double - single) / QUERIES, singleRun: single / QUERIES, doubleRun: double / (2 * QUERIES) };
+  return {
+    perQuery: (double - single) / QUERIES,
+    singleRun: single / QUERIES,
+    doubleRun: double / (2 * QUERIES),
+  };
 }
 
 if (!valgrindAvailable()) {

@@ -11,13 +11,14 @@
  * argv: <workload> <plain|hotload> <queries>; env INSTR_CONNECTION (JSON: host, port, user,
  * password, database) and INSTR_SECRET_DIR (a secret folder with the same login).
  */
+
+import { once } from 'node:events';
+import genericPool from 'generic-pool';
 import { toPgClientSettings } from 'hotload-core';
 import { HotloadGenericPool } from 'hotload-generic-pool';
 import { createHotloadKnex } from 'hotload-knex';
 import { Pool as HotloadPool } from 'hotload-pg';
 import { createHotloadSql } from 'hotload-postgres-js';
-import { once } from 'node:events';
-import genericPool from 'generic-pool';
 import knex from 'knex';
 import pg from 'pg';
 import postgres from 'postgres';
@@ -111,7 +112,10 @@ async function openGenericPool(variant, max) {
   const options = { max };
   const pool =
     variant === 'plain'
-      ? genericPool.createPool({ ...pgClientFactory, create: () => pgClientFactory.create(connection) }, options)
+      ? genericPool.createPool(
+          { ...pgClientFactory, create: () => pgClientFactory.create(connection) },
+          options,
+        )
       : await HotloadGenericPool.create({
           factory: {
             create: (config, host) => pgClientFactory.create(toPgClientSettings({}, config, host)),
@@ -127,7 +131,9 @@ async function openGenericPool(variant, max) {
 
 const chosen = workloads[workload];
 if (!chosen || (variant !== 'plain' && variant !== 'hotload') || !(queries > 0)) {
-  throw new Error(`usage: instructions-child.mjs <${Object.keys(workloads).join('|')}> <plain|hotload> <queries>`);
+  throw new Error(
+    `usage: instructions-child.mjs <${Object.keys(workloads).join('|')}> <plain|hotload> <queries>`,
+  );
 }
 /**
  * Tells the parent (a line on stdout) that the process reached `mark`, and waits for its
@@ -145,6 +151,9 @@ const pool = await chosen.open(variant, chosen.max);
 // the N and the 2N run, so they cancel in the difference.
 await run(chosen.max, chosen.max, () => pool.one(0));
 await run(WARMUP, concurrency, (n) => pool.one(n));
+// From the same heap in every run (node runs with --expose-gc): the N run's loop is then
+// the 2N run's first half, and a major GC falls at the same query in both.
+globalThis.gc();
 await checkpoint('warm');
 await run(queries, concurrency, (n) => pool.one(n));
 await checkpoint('done');
