@@ -14,6 +14,17 @@
  * Secret calls, server-side latency of the controller's requests, and the CPU seconds of
  * the bench process and of each server process. CLAIMS=<n> runs another size.
  *
+ * The floor (issue 29.4): the writing statements the folder pass issued, captured from the
+ * server's log (`log_min_duration_statement = 0` on the folder and controller clusters: a
+ * log line per statement), replayed by WORKERS connections on a fresh cluster with nothing
+ * else; printed with both modes' ratio to it (goal ≤ 1.5), statements and server ms per
+ * claim by kind for the folder pass, the controller and the floor, and the folder pass's
+ * wall ms per step. FLOOR_ONLY=1 runs the folder pass and the floor only (no control plane).
+ * One run of `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` on 2 cores shared
+ * with other work (load average about 30): floor 54.0 s, folder 147.6 s (2.73×), controller
+ * 185.4 s (3.43×); `CLAIMS=200`: floor 34.3 s, folder 37.4 s (1.09×), controller 30.3 s
+ * (0.88×). The floor is almost all CREATE DATABASE, whose time swings with the disk.
+ *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
  */
