@@ -41,6 +41,8 @@ const QUERIES = Number(process.env.INSTR_QUERIES ?? 2000);
 const ONLY = process.env.INSTR_ONLY?.split(',');
 const PROFILE_DIR = process.env.INSTR_PROFILE;
 const GOAL = 1.02;
+/** Extra node/V8 flags for the child (INSTR_NODE_FLAGS, space-separated), e.g. `--single-threaded`. */
+const NODE_FLAGS = process.env.INSTR_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
 const childScript = fileURLToPath(new URL('./support/instructions-child.mjs', import.meta.url));
 
 /** True when `valgrind --version` runs. */
@@ -69,6 +71,7 @@ async function countInstructions(
       `--callgrind-out-file=${outFile}`,
       process.execPath,
       '--expose-gc',
+      ...NODE_FLAGS,
       childScript,
       workload,
       variant,
@@ -156,6 +159,7 @@ try {
         bench: 'instructions',
         workload,
         queries: QUERIES,
+        node_flags: NODE_FLAGS,
         plain_instructions_per_query: Math.round(plain.main),
         hotload_instructions_per_query: Math.round(hotload.main),
         // Each run's main-thread loop over its own count: they agree when the loop's fixed costs are small.

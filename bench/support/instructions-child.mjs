@@ -88,10 +88,12 @@ async function openPg(variant, max, one) {
 
 async function openKnex(variant, max) {
   const pool = { min: 0, max };
+  // Under valgrind the first connections take longer than knex's 60 s default allows.
+  const acquireConnectionTimeout = 600_000;
   const db =
     variant === 'plain'
-      ? knex({ client: 'pg', connection, pool })
-      : await createHotloadKnex({ hotload: hotloadOptions, pool });
+      ? knex({ client: 'pg', connection, pool, acquireConnectionTimeout })
+      : await createHotloadKnex({ hotload: hotloadOptions, pool, acquireConnectionTimeout });
   return {
     one: (n) =>
       n % 2 === 0 ? db.raw('SELECT 1') : db('pg_class').select('relname').where('oid', 1259).first(),
