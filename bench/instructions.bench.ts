@@ -19,6 +19,12 @@
  * per interval that would land in the longer run only. Under valgrind node is about 50×
  * slower: a workload pair takes 3 to 12 minutes here, depending on the machine's load.
  *
+ * One run each of `INSTR_QUERIES=1000 INSTR_ONLY=<workload> node --import tsx
+ * bench/instructions.bench.ts` (plain / hotload, main thread): pg-query 81,850 / 92,744
+ * (1.133), pg-waiters 84,882 / 85,635 (1.009), pg-checkout 20,293 / 40,931 (2.017, its
+ * per-iteration cost grew in the longer run for both), knex 184,038 / 172,823 (0.939),
+ * postgres-js 100,030 / 118,931 (1.189), generic-pool 84,876 / 87,113 (1.026).
+ *
  * Needs valgrind (`apt-get install valgrind`; it brings callgrind_control); without it,
  * prints a `not-run` line and exits 0. INSTR_QUERIES=<n> sets N (default 2,000);
  * INSTR_ONLY=<workload,...> runs a subset; INSTR_PROFILE=<dir> keeps the callgrind files
