@@ -14,6 +14,17 @@
  * Secret calls, server-side latency of the controller's requests, and the CPU seconds of
  * the bench process and of each server process. CLAIMS=<n> runs another size.
  *
+ * The floor (issue 29.4): the writing statements the folder pass issued, captured from the
+ * server's log (`log_min_duration_statement = 0` on the folder and controller clusters: a
+ * log line per statement), replayed by WORKERS connections on a fresh cluster with nothing
+ * else; printed with both modes' ratio to it (goal ≤ 1.5), statements and server ms per
+ * claim by kind for the folder pass, the controller and the floor, and the folder pass's
+ * wall ms per step. FLOOR_ONLY=1 runs the folder pass and the floor only (no control plane).
+ * One run of `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` on 2 cores shared
+ * with other work (load average about 30): floor 54.0 s, folder 147.6 s (2.73×), controller
+ * 185.4 s (3.43×); `CLAIMS=200`: floor 34.3 s, folder 37.4 s (1.09×), controller 30.3 s
+ * (0.88×). The floor is almost all CREATE DATABASE, whose time swings with the disk.
+ *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
  */
@@ -33,6 +44,7 @@ import {
   kubeClients,
 } from 'hotload-claim-controller';
 import {
+  type ClaimOutcome,
   type ClaimPorts,
   type ClaimReconcile,
   type ClaimReconcilePort,
@@ -42,6 +54,7 @@ import {
   parseReconcilerConfig,
   Reconciler,
   type SecretSink,
+  type Step,
 } from 'hotload-claim-reconciler';
 import {
   type AuditEntry,
@@ -55,6 +68,7 @@ import {
   startCluster,
   startKubeTestBed,
 } from 'hotload-test-support';
+import pg from 'pg';
 
 const CLAIMS = Number(process.env.CLAIMS ?? 1000);
 const WORKERS = 8;
@@ -265,7 +279,7 @@ function isReady(object: KubeChange['object']): boolean {
 }
 
 async function controllerRun(work: string) {
-  const cluster = await startCluster();
+  const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
   try {
     const bed = await startKubeTestBed({ controllerManager: false });
     try {
@@ -274,7 +288,10 @@ async function controllerRun(work: string) {
       bed.objects.close();
       const objects = await KubeObjects.open(bed.plane.adminConfig(), [CLAIM_RESOURCE], [CLAIM_PLURAL]);
       try {
-        return await measure(cluster, bed.plane, objects, await bed.controllerConfig(), work);
+        const measured = await measure(cluster, bed.plane, objects, await bed.controllerConfig(), work);
+        // Includes the no-op resync's statements: they are printed per claim besides the first pass's.
+        const statements = loggedStatements(readFileSync(join(cluster.runDir, 'server.log'), 'utf8'));
+        return { ...measured, statements };
       } finally {
         objects.close();
       }
@@ -416,8 +433,172 @@ async function measure(
   }
 }
 
-async function folderRun(work: string): Promise<{ seconds: number; cpu: Record<string, number> }> {
-  const cluster = await startCluster();
+/** One statement the server logged, with the session that ran it and its server-side time. */
+interface LoggedStatement {
+  readonly session: string;
+  readonly text: string;
+  /** Milliseconds the server spent on it (parse + bind + execute for an extended-protocol query). */
+  readonly millis: number;
+}
+
+/** Every statement logged with its duration, each line tagged with its session. */
+const STATEMENT_LOG_SETTINGS = { log_min_duration_statement: 0, log_line_prefix: '%c|' };
+
+/** The statements in a server log written with {@link STATEMENT_LOG_SETTINGS} (first lines only). */
+function loggedStatements(serverLog: string): LoggedStatement[] {
+  const statements: LoggedStatement[] = [];
+  const preparing = new Map<string, number>();
+  for (const line of serverLog.split('\n')) {
+    const match =
+      /^([0-9a-f]+\.[0-9a-f]+)\|LOG: {2}duration: ([\d.]+) ms {2}(statement|parse|bind|execute)[^:]*: (.*)$/.exec(
+        line,
+      );
+    if (!match) continue;
+    const [, session, millis, phase, text] = match as unknown as [string, string, string, string, string];
+    if (phase === 'parse' || phase === 'bind') {
+      preparing.set(session, (preparing.get(session) ?? 0) + Number(millis));
+      continue;
+    }
+    statements.push({ session, text, millis: Number(millis) + (preparing.get(session) ?? 0) });
+    preparing.delete(session);
+  }
+  return statements;
+}
+
+/** The writing statements the floor replays (reads are what the reconciler adds to them). */
+const WRITE_STATEMENT = /^(CREATE|ALTER|GRANT|COMMENT|BEGIN|COMMIT)\b/i;
+const claimIndexOf = (text: string) => /\bapp_(\d+)/.exec(text)?.[1];
+
+/**
+ * Each claim's writing statements in the order its session ran them; a BEGIN belongs to the
+ * claim of its session's next statement, a COMMIT to that of its previous one.
+ */
+function writesByClaim(statements: readonly LoggedStatement[]): string[][] {
+  const byClaim = new Map<string, string[]>();
+  const lastClaimOf = new Map<string, string>();
+  const pendingBegin = new Set<string>();
+  for (const { session, text } of statements) {
+    if (!WRITE_STATEMENT.test(text)) continue;
+    if (/^BEGIN\b/i.test(text)) {
+      pendingBegin.add(session);
+      continue;
+    }
+    const claim = /^COMMIT\b/i.test(text) ? lastClaimOf.get(session) : claimIndexOf(text);
+    if (claim === undefined) continue;
+    const list = byClaim.get(claim) ?? [];
+    if (pendingBegin.delete(session)) list.push('BEGIN');
+    list.push(text);
+    byClaim.set(claim, list);
+    lastClaimOf.set(session, claim);
+  }
+  return [...byClaim.values()];
+}
+
+const kindOf = ({ text }: LoggedStatement) => {
+  const words = /^(\w+)(?: (\w+))?/.exec(text);
+  const first = words?.[1]?.toUpperCase() ?? 'other';
+  // CREATE DATABASE and CREATE ROLE differ by orders of magnitude: kept apart.
+  return first === 'CREATE' || first === 'ALTER' ? `${first} ${words?.[2]?.toUpperCase()}` : first;
+};
+
+/**
+ * Where the server's time went, per claim: statements by kind (`SELECT`, `CREATE DATABASE`,
+ * ...), their count and server-side milliseconds, and the sessions that ran them (the
+ * reconciler's pooled connections plus one verify login per claim).
+ */
+function statementsPerClaim(statements: readonly LoggedStatement[]) {
+  const millis: Record<string, number> = {};
+  for (const statement of statements)
+    millis[kindOf(statement)] = (millis[kindOf(statement)] ?? 0) + statement.millis;
+  return {
+    count: perClaim(countBy(statements, kindOf)),
+    server_ms: Object.fromEntries(
+      Object.entries(millis)
+        .sort(([, a], [, b]) => b - a)
+        .map(([kind, ms]) => [kind, round(ms / CLAIMS, 2)]),
+    ),
+    sessions: round(new Set(statements.map(({ session }) => session)).size / CLAIMS, 3),
+  };
+}
+
+/**
+ * The floor (issue 29.4): the claims' writing statements as the folder pass logged them,
+ * replayed on a fresh cluster of the same kind by WORKERS connections, one claim at a time
+ * each, with nothing else: no reads, no verify login, no secrets, no status.
+ */
+async function floorRun(
+  claims: readonly string[][],
+): Promise<{ seconds: number; statements: LoggedStatement[] }> {
+  const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
+  const clients = Array.from({ length: WORKERS }, () => new pg.Client(cluster.connectionConfig()));
+  try {
+    await Promise.all(clients.map((client) => client.connect()));
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      clients.map(async (client) => {
+        while (next < claims.length) {
+          for (const text of claims[next++]!) await client.query(text);
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    return {
+      seconds,
+      statements: loggedStatements(readFileSync(join(cluster.runDir, 'server.log'), 'utf8')),
+    };
+  } finally {
+    await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+    await cluster.stop();
+  }
+}
+
+/**
+ * Wall milliseconds per claim from each announced step (`create-database`, `set-password`,
+ * `publish-secret`, ...) to the claim's next step or its outcome, by step kind: the time of
+ * the step's statement or file work and of any reads before the next one (the login
+ * verification runs between `set-password` and `publish-secret`).
+ */
+class StepTimes {
+  readonly #events = new Map<string, Array<{ at: number; kind: string }>>();
+
+  readonly onStep = (step: Step) => {
+    const events = this.#events.get(step.claim) ?? [];
+    events.push({ at: performance.now(), kind: step.action.split(' ')[0]! });
+    this.#events.set(step.claim, events);
+  };
+
+  readonly onOutcome = (outcome: ClaimOutcome) => {
+    this.#events.get(outcome.claim)?.push({ at: performance.now(), kind: 'outcome' });
+  };
+
+  perClaimMillis(): Record<string, number> {
+    const millis: Record<string, number> = {};
+    for (const events of this.#events.values()) {
+      for (let i = 0; i + 1 < events.length; i++) {
+        const { at, kind } = events[i]!;
+        millis[kind] = (millis[kind] ?? 0) + events[i + 1]!.at - at;
+      }
+    }
+    return Object.fromEntries(
+      Object.entries(millis)
+        .sort(([, a], [, b]) => b - a)
+        .map(([kind, ms]) => [kind, round(ms / CLAIMS, 1)]),
+    );
+  }
+}
+
+/**
+ * One folder-mode pass over CLAIMS claims on a fresh cluster that logs every statement
+ * (a line per statement: small beside CREATE DATABASE, and it only slows the folder pass).
+ */
+async function folderRun(work: string): Promise<{
+  seconds: number;
+  cpu: Record<string, number>;
+  statements: LoggedStatement[];
+  stepMillis: Record<string, number>;
+}> {
+  const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
   try {
     const yaml = Array.from(
       { length: CLAIMS },
@@ -425,13 +606,17 @@ async function folderRun(work: string): Promise<{ seconds: number; cpu: Record<s
         `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: app-${i}\n  namespace: ${namespaceOf(i)}\nspec:\n  databaseName: app_${i}\n  userName: app_${i}\n  instanceLabel: bench\n`,
     ).join('---\n');
     const { claims } = parseClaims(yaml, 'bench.yaml');
+    const steps = new StepTimes();
     const reconciler = new Reconciler({
       config: await configFor(cluster, work),
       outputDir: join(work, 'out'),
       concurrency: WORKERS,
+      onStep: steps.onStep,
+      onOutcome: steps.onOutcome,
     });
     const cpuBefore = process.cpuUsage();
     const serversBefore = descendantCpuSeconds();
+    const logStart = readFileSync(join(cluster.runDir, 'server.log'), 'utf8').length;
     const started = performance.now();
     const { outcomes } = await reconciler.reconcile(claims);
     const seconds = (performance.now() - started) / 1000;
@@ -439,7 +624,15 @@ async function folderRun(work: string): Promise<{ seconds: number; cpu: Record<s
     const servers = cpuDelta(serversBefore, descendantCpuSeconds());
     const failed = outcomes.filter((o) => o.result === 'error');
     if (failed.length > 0) throw new Error(`${failed.length} claims failed: ${failed[0]?.error}`);
-    return { seconds, cpu: { bench_process: round((cpu.user + cpu.system) / 1e6), ...servers } };
+    const statements = loggedStatements(
+      readFileSync(join(cluster.runDir, 'server.log'), 'utf8').slice(logStart),
+    );
+    return {
+      seconds,
+      cpu: { bench_process: round((cpu.user + cpu.system) / 1e6), ...servers },
+      statements,
+      stepMillis: steps.perClaimMillis(),
+    };
   } finally {
     await cluster.stop();
   }
@@ -453,9 +646,37 @@ if ('missing' in located) {
   process.exit(0);
 }
 const work = await mkdtemp(join(tmpdir(), 'controller-bench-'));
+if (process.env.FLOOR_ONLY === '1') {
+  // For iterating on the folder mode: its pass and the floor only, no control plane.
+  try {
+    const folder = await folderRun(work);
+    const floor = await floorRun(writesByClaim(folder.statements));
+    const floorSeconds = floor.seconds;
+    console.log(
+      JSON.stringify({
+        bench: 'controller-1000',
+        result: 'floor',
+        claims: CLAIMS,
+        workers: WORKERS,
+        floor_seconds: round(floorSeconds, 3),
+        folder_pass_seconds: round(folder.seconds, 3),
+        folder_ratio_to_floor: round(folder.seconds / floorSeconds),
+        folder_statements_per_claim: statementsPerClaim(folder.statements),
+        floor_statements_per_claim: statementsPerClaim(floor.statements),
+        folder_pass_cpu_seconds: folder.cpu,
+        folder_step_wall_ms_per_claim: folder.stepMillis,
+      }),
+    );
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+  process.exit(0);
+}
 try {
   const run = await controllerRun(work);
   const folder = await folderRun(work);
+  const floor = await floorRun(writesByClaim(folder.statements));
+  const floorSeconds = floor.seconds;
   const byVerb = countBy(run.requests, (entry) => entry.verb);
   const workerMillis = run.seconds * 1000 * WORKERS;
   console.log(
@@ -507,6 +728,27 @@ try {
       api_requests_total: run.noop.requests.length,
       api_requests_by_verb: countBy(run.noop.requests, (entry) => entry.verb),
       api_writes: run.noop.requests.filter((entry) => !['get', 'list', 'watch'].includes(entry.verb)).length,
+    }),
+  );
+  console.log(
+    JSON.stringify({
+      bench: 'controller-1000',
+      result: 'floor',
+      claims: CLAIMS,
+      workers: WORKERS,
+      // The folder pass's writing statements replayed alone, WORKERS at a time, on a fresh cluster.
+      floor_seconds: round(floorSeconds, 3),
+      controller_seconds: round(run.seconds, 3),
+      folder_pass_seconds: round(folder.seconds, 3),
+      controller_ratio_to_floor: round(run.seconds / floorSeconds),
+      folder_ratio_to_floor: round(folder.seconds / floorSeconds),
+      goal: 1.5,
+      // Everything the folder pass ran, per claim, by first keyword (from the server's log).
+      folder_statements_per_claim: statementsPerClaim(folder.statements),
+      folder_step_wall_ms_per_claim: folder.stepMillis,
+      // The controller's, over its first pass and the no-op resync (two reconciles + one).
+      controller_statements_per_claim: statementsPerClaim(run.statements),
+      floor_statements_per_claim: statementsPerClaim(floor.statements),
     }),
   );
   console.log(

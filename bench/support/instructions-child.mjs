@@ -1,0 +1,163 @@
+/**
+ * The process bench/instructions.bench.ts runs under `valgrind --tool=callgrind`: opens one
+ * pool (plain driver or its hotload counterpart), fills and warms it, then runs QUERIES
+ * queries (or checkouts) of one workload and exits. It does nothing else, so the difference
+ * between a run with N and one with 2N is the cost of N queries.
+ *
+ * Plain JavaScript on purpose: under tsx every closure of a TypeScript file carries
+ * esbuild's keepNames wrapper, and tsx's loader would run under valgrind too. The hotload
+ * packages are imported from their built dist (their package.json exports), as users run them.
+ *
+ * argv: <workload> <plain|hotload> <queries>; env INSTR_CONNECTION (JSON: host, port, user,
+ * password, database) and INSTR_SECRET_DIR (a secret folder with the same login).
+ */
+
+import { once } from 'node:events';
+import genericPool from 'generic-pool';
+import { toPgClientSettings } from 'hotload-core';
+import { HotloadGenericPool } from 'hotload-generic-pool';
+import { createHotloadKnex } from 'hotload-knex';
+import { Pool as HotloadPool } from 'hotload-pg';
+import { createHotloadSql } from 'hotload-postgres-js';
+import knex from 'knex';
+import pg from 'pg';
+import postgres from 'postgres';
+
+const [workload, variant, queriesArg] = process.argv.slice(2);
+const queries = Number(queriesArg);
+const connection = JSON.parse(process.env.INSTR_CONNECTION ?? '{}');
+const secretDirectory = process.env.INSTR_SECRET_DIR;
+const hotloadOptions = {
+  source: { secretDirectory },
+  // The 30 s resync re-reads the secret on a timer: a cost per interval, not per query,
+  // that would land in the 2N run only because valgrind makes it last longer.
+  watcher: { resyncIntervalMillis: 0 },
+};
+const WARMUP = 2000;
+
+/** Runs `total` calls of `one`, `concurrency` at a time (each loop starts its next call when its last one settles). */
+async function run(total, concurrency, one) {
+  let started = 0;
+  const loop = async () => {
+    while (started < total) {
+      started++;
+      await one(started);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+}
+
+/** A generic-pool factory of raw pg clients (the hotload one gets each generation's config). */
+const pgClientFactory = {
+  async create(config) {
+    const client = new pg.Client(config);
+    await client.connect();
+    return client;
+  },
+  destroy: (client) => client.end(),
+};
+
+/** Each workload: open a pool of `variant`, return what one query does and how to end it. */
+const workloads = {
+  /** pool.query with 8 concurrent queries on 8 connections (no checkout waits). */
+  'pg-query': { concurrency: 8, max: 8, open: (v, max) => openPg(v, max, (p) => p.query('SELECT 1')) },
+  /** pool.query with 16 concurrent queries on 4 connections: most checkouts wait. */
+  'pg-waiters': { concurrency: 16, max: 4, open: (v, max) => openPg(v, max, (p) => p.query('SELECT 1')) },
+  /** connect() + release() of an idle client, one at a time: the pool layer alone. */
+  'pg-checkout': {
+    concurrency: 1,
+    max: 1,
+    open: (v, max) => openPg(v, max, async (p) => (await p.connect()).release()),
+  },
+  /** Knex raw and query-builder selects alternately (as bench/overhead-knex), 8 at a time. */
+  knex: { concurrency: 8, max: 8, open: openKnex },
+  /** postgres.js tagged template, 8 at a time. */
+  'postgres-js': { concurrency: 8, max: 8, open: openPostgresJs },
+  /** generic-pool `use` of a raw pg.Client running one query, 8 at a time. */
+  'generic-pool': { concurrency: 8, max: 8, open: openGenericPool },
+};
+
+async function openPg(variant, max, one) {
+  const pool =
+    variant === 'plain'
+      ? new pg.Pool({ ...connection, max })
+      : await HotloadPool.create({ max, hotload: hotloadOptions });
+  pool.on('error', () => undefined);
+  return { one: () => one(pool), end: () => pool.end() };
+}
+
+async function openKnex(variant, max) {
+  const pool = { min: 0, max };
+  // Under valgrind the first connections take longer than knex's 60 s default allows.
+  const acquireConnectionTimeout = 600_000;
+  const db =
+    variant === 'plain'
+      ? knex({ client: 'pg', connection, pool, acquireConnectionTimeout })
+      : await createHotloadKnex({ hotload: hotloadOptions, pool, acquireConnectionTimeout });
+  return {
+    one: (n) =>
+      n % 2 === 0 ? db.raw('SELECT 1') : db('pg_class').select('relname').where('oid', 1259).first(),
+    end: () => db.destroy(),
+  };
+}
+
+async function openPostgresJs(variant, max) {
+  const options = { max, onnotice: () => undefined };
+  const sql =
+    variant === 'plain'
+      ? postgres({ ...connection, username: connection.user, ...options })
+      : await createHotloadSql({ postgres: options, hotload: hotloadOptions });
+  return { one: () => sql`SELECT 1`, end: () => sql.end() };
+}
+
+async function openGenericPool(variant, max) {
+  const options = { max };
+  const pool =
+    variant === 'plain'
+      ? genericPool.createPool(
+          { ...pgClientFactory, create: () => pgClientFactory.create(connection) },
+          options,
+        )
+      : await HotloadGenericPool.create({
+          factory: {
+            create: (config, host) => pgClientFactory.create(toPgClientSettings({}, config, host)),
+            destroy: pgClientFactory.destroy,
+            query: async (client, text) => (await client.query(text)).rows,
+          },
+          pool: options,
+          hotload: hotloadOptions,
+        });
+  const end = variant === 'plain' ? () => pool.drain().then(() => pool.clear()) : () => pool.end();
+  return { one: () => pool.use((client) => client.query('SELECT 1')), end };
+}
+
+const chosen = workloads[workload];
+if (!chosen || (variant !== 'plain' && variant !== 'hotload') || !(queries > 0)) {
+  throw new Error(
+    `usage: instructions-child.mjs <${Object.keys(workloads).join('|')}> <plain|hotload> <queries>`,
+  );
+}
+/**
+ * Tells the parent (a line on stdout) that the process reached `mark`, and waits for its
+ * go (a line on stdin): the parent has callgrind dump its counts in between, so the
+ * measured loop's instructions land in a file of their own.
+ */
+async function checkpoint(mark) {
+  process.stdout.write(`${mark}\n`);
+  await once(process.stdin, 'data');
+}
+
+const concurrency = Number(process.env.INSTR_CONCURRENCY ?? chosen.concurrency);
+const pool = await chosen.open(variant, chosen.max);
+// Every connection opened and the code paths warmed before the measured loop, the same in
+// the N and the 2N run, so they cancel in the difference.
+await run(chosen.max, chosen.max, () => pool.one(0));
+await run(WARMUP, concurrency, (n) => pool.one(n));
+// From the same heap in every run (node runs with --expose-gc): the N run's loop is then
+// the 2N run's first half, and a major GC falls at the same query in both.
+globalThis.gc();
+await checkpoint('warm');
+await run(queries, concurrency, (n) => pool.one(n));
+await checkpoint('done');
+process.stdin.destroy();
+await pool.end();
