@@ -102,6 +102,8 @@ export async function reconcileMigration(
     const source = status?.binding;
     if (!source || !input.published || sameDatabase(source, input.binding)) return undefined;
     if (!pointsAtBinding(input.published, source)) return undefined; // the secret is elsewhere: nothing to move from
+    if (instanceId(source) === instanceId(input.binding))
+      return input.fail(terminal(sameInstanceMove(source, input.binding)));
     state = newMigration({
       source,
       target: input.binding,
@@ -408,6 +410,22 @@ async function abandon(
     requeueAfterMillis: 0,
     ...(error ? { error: retryable(error) } : {}),
   };
+}
+
+/**
+ * Why a dbName change within one instance does not move: the claim's login roles are
+ * per instance, so source and target would share them, and a move's cutover locks the
+ * source's logins and its retirement drops them (the claim's own, still in use). Before
+ * this refusal such a move hung in CREATE SUBSCRIPTION, which cannot make its slot on its
+ * own server.
+ */
+function sameInstanceMove(source: Binding, target: Binding): string {
+  return (
+    `moving database ${source.databaseName} to ${target.databaseName} on the same instance ` +
+    `${instanceId(source)} is not supported: the two databases would share the claim's login roles, ` +
+    `which a move locks and retires on its source. The claim stays on ${source.databaseName}: ` +
+    'set dbName back, or move to another instance'
+  );
 }
 
 /** The two ends of `state`, as master sessions in the claim database on each instance. */

@@ -240,6 +240,36 @@ describe('instance change with online migration', () => {
     expect(again.outcomes).toMatchObject([{ result: 'unchanged' }]);
   });
 
+  it('refuses a dbName change within one instance: the claim stays on its database, no replication is left', async () => {
+    // The two databases would share the claim's login roles, which a move locks and retires
+    // on its source; before the refusal the move hung in CREATE SUBSCRIPTION (a
+    // subscription cannot create its slot on its own server).
+    const out = join(work.path, 'out-rename');
+    const r = reconciler(out);
+    const dir = join(out, 'default', 'renamer');
+    const spec = { instanceLabel: 'atlas', deletionPolicy: 'Delete' };
+    await r.reconcile(claims('renamer', { ...spec, databaseName: 'renamer_one' }));
+    await withSecretClient(dir, (c) =>
+      c.query('CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 1000)'),
+    );
+    const refused = await r.reconcile(claims('renamer', { ...spec, databaseName: 'renamer_two' }));
+    expect(refused.outcomes).toMatchObject([{ result: 'error' }]);
+    expect(refused.outcomes[0]!.error).toMatch(
+      /^moving database renamer_one to renamer_two on the same instance .* is not supported: .*share the claim's login roles/,
+    );
+    expect(await readFile(join(dir, 'database'), 'utf8')).toBe('renamer_one');
+    const rows = await withSecretClient(dir, (c) => c.query('SELECT count(*)::int AS n FROM t'));
+    expect(rows.rows).toEqual([{ n: 1000 }]);
+    expect(await leftovers('renamer_one')).toMatchObject({ slots: 0, logins: 0, publications: 0 });
+    // The pass provisions the claim's database before it looks at a move, so renamer_two
+    // exists, empty: the refusal leaves it, as a refused move leaves its target.
+    expect(await databaseExists(a, 'renamer_two')).toBe(true);
+    // Set back, the claim is an ordinary one again.
+    const back = await r.reconcile(claims('renamer', { ...spec, databaseName: 'renamer_one' }));
+    expect(back.outcomes[0]).toMatchObject({ result: 'updated' }); // the status loses its error
+    expect(back.outcomes[0]!.error).toBeUndefined();
+  });
+
   it('refuses a database holding unsupported objects: the claim stays on the source, the status says why', async () => {
     const out = join(work.path, 'out-refuse');
     const r = reconciler(out);
