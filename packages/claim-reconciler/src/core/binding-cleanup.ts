@@ -6,6 +6,7 @@
  */
 import type { ClaimContext } from './claim-context.js';
 import type { Binding } from './claim-status.js';
+import { masterForBinding } from './binding-master.js';
 import { errorMessage } from './error-message.js';
 import { instanceId } from './instance-target.js';
 import { claimNames, Provisioner } from './provisioner.js';
@@ -29,7 +30,11 @@ export async function cleanUpBindings(
     const where = `${instanceId(binding)}/${binding.databaseName}`;
     context.usage.remove(binding);
     if (binding.deletionPolicy === 'Orphan') {
-      actions.push(`left ${where} in place (Orphan)`);
+      actions.push(
+        binding.existingSource
+          ? `left ${where} and the claim's users in place (Orphan); ${NOT_OURS_IN_PLACE}`
+          : `left ${where} in place (Orphan)`,
+      );
       continue;
     }
     try {
@@ -68,14 +73,7 @@ async function provisionerFor(
   claimKey: string,
   binding: Binding,
 ): Promise<Provisioner> {
-  const fragment = context.config.fragmentKeys.get(binding.label);
-  if (!fragment) throw new Error(`fragment key ${binding.label} is no longer configured`);
-  const master = await context.connections.get({
-    label: binding.label,
-    host: binding.host,
-    port: binding.port,
-    fragment,
-  });
+  const master = await masterForBinding(context, binding);
   return Provisioner.create(
     master,
     claimNames(binding.userName, binding.databaseName),
@@ -93,6 +91,7 @@ async function dropBinding(
   const { usage } = context;
   const where = `${instanceId(binding)}/${binding.databaseName}`;
   const provisioner = await provisionerFor(context, claimKey, binding);
+  if (binding.existingSource) return dropUsersInPlace(context, provisioner, binding, actions);
   let databaseLeft = usage.databaseInUse(binding);
   if (databaseLeft) {
     actions.push(`kept ${where}: another claim uses it`);
@@ -118,4 +117,32 @@ async function dropBinding(
       );
     }
   }
+}
+
+/** Why an existing database used in place stays whatever the policy (status and log). */
+const NOT_OURS_IN_PLACE =
+  'the database is not this claim\'s (useExistingSource: it only managed users there) and is never dropped';
+
+/**
+ * `Delete` of an existing database used in place: the database stays; the claim's login
+ * users lose their sessions and are dropped; the base role stays, as it holds the grants
+ * (and owns whatever the application created) in a database that is not the claim's.
+ */
+async function dropUsersInPlace(
+  context: ClaimContext,
+  provisioner: Provisioner,
+  binding: Binding,
+  actions: string[],
+): Promise<void> {
+  const instance = instanceId(binding);
+  actions.push(`left database ${instance}/${binding.databaseName} in place: ${NOT_OURS_IN_PLACE}`);
+  if (context.usage.rolesInUse(binding)) return;
+  await provisioner.disableLogins();
+  const { dropped, kept } = await provisioner.dropRoles('login-users');
+  if (dropped.length > 0) actions.push(`dropped roles ${dropped.join(', ')} on ${instance}`);
+  if (kept.length > 0)
+    actions.push(`left roles ${kept.join(', ')} on ${instance} in place: not created by this reconciler`);
+  actions.push(
+    `left role ${binding.userName} on ${instance} in place: it holds the claim's grants (and what the application created) in ${binding.databaseName}`,
+  );
 }

@@ -77,8 +77,7 @@ async function dsnSource(
   context: ClaimContext,
   seed: Exclude<SeedSource, { kind: 'claim' }>,
 ): Promise<SeedSourceEnd> {
-  const parts =
-    seed.kind === 'dsn-file' ? await dsnFileParts(seed.file) : await secretParts(context, seed.secret);
+  const parts = await readSourceDsn(context, seed);
   return {
     binding: {
       label: DSN_SOURCE_LABEL,
@@ -101,6 +100,17 @@ async function dsnSource(
     readerRole: parts.user,
     sslmode: parts.sslmode,
   };
+}
+
+/**
+ * The connection a DSN source (file or Secret) names, read now and checked; a
+ * {@link SeedSourceError} names the file or Secret and the problem, never the DSN's text.
+ */
+export function readSourceDsn(
+  context: ClaimContext,
+  source: Exclude<SeedSource, { kind: 'claim' }>,
+): Promise<ConnectionParts> {
+  return source.kind === 'dsn-file' ? dsnFileParts(source.file) : secretParts(context, source.secret);
 }
 
 /** The DSN file's connection, read and checked as hotload-core reads any DSN file. */
