@@ -4,9 +4,10 @@
  * it and this reconciler created it; a drop that fails (sessions still connected) stays
  * pending for the next pass.
  */
+
+import { masterForBinding } from './binding-master.js';
 import type { ClaimContext } from './claim-context.js';
 import type { Binding } from './claim-status.js';
-import { masterForBinding } from './binding-master.js';
 import { errorMessage } from './error-message.js';
 import { instanceId } from './instance-target.js';
 import { claimNames, Provisioner } from './provisioner.js';
@@ -121,7 +122,7 @@ async function dropBinding(
 
 /** Why an existing database used in place stays whatever the policy (status and log). */
 const NOT_OURS_IN_PLACE =
-  'the database is not this claim\'s (useExistingSource: it only managed users there) and is never dropped';
+  "the database is not this claim's (useExistingSource: it only managed users there) and is never dropped";
 
 /**
  * `Delete` of an existing database used in place: the database stays; the claim's login

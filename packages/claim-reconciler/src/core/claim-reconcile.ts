@@ -47,7 +47,11 @@ import type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
 import type { Binding, ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
-import { assertCanManageInPlace, existingSourceBinding, existingSourceSwitchProblem } from './existing-source.js';
+import {
+  assertCanManageInPlace,
+  existingSourceBinding,
+  existingSourceSwitchProblem,
+} from './existing-source.js';
 import { matchFragmentKey } from './fragment-matcher.js';
 import { type InstanceTarget, instanceId } from './instance-target.js';
 import { type LoginResult, tryLogin } from './pg-connection.js';
@@ -266,7 +270,9 @@ export async function reconcileClaim(
       }
       if (ensured.rolesCreated.length > 0) actions.push(`created roles ${ensured.rolesCreated.join(', ')}`);
       if (binding.existingSource && (await provisioner.grantExistingObjects()))
-        actions.push(`granted ${names.baseRole} the existing tables and sequences of ${names.database}.public`);
+        actions.push(
+          `granted ${names.baseRole} the existing tables and sequences of ${names.database}.public`,
+        );
       const usersCreated = ensured.rolesCreated.filter((role) => role !== names.baseRole).length;
       if (usersCreated > 0) metrics?.usersCreated(usersCreated, (performance.now() - started) / 1000);
 

@@ -26,7 +26,10 @@ export const EXISTING_SOURCE_LABEL = 'existing';
 export type DsnSource = Exclude<SeedSource, { kind: 'claim' }>;
 
 /** The DSN's login as the master target of the existing database (read now). */
-export async function existingSourceTarget(context: ClaimContext, source: DsnSource): Promise<InstanceTarget> {
+export async function existingSourceTarget(
+  context: ClaimContext,
+  source: DsnSource,
+): Promise<InstanceTarget> {
   const parts = await readSourceDsn(context, source);
   const description = describeSeedSource(source);
   return {
@@ -82,11 +85,16 @@ export async function existingSourceBinding(
  * is in another database already, and moving it INTO an existing database is not done
  * (the existing database's own data would be mixed with it).
  */
-export function existingSourceSwitchProblem(status: ClaimStatus | undefined, binding: Binding): string | undefined {
+export function existingSourceSwitchProblem(
+  status: ClaimStatus | undefined,
+  binding: Binding,
+): string | undefined {
   const current = status?.binding;
   if (!current) return undefined;
   const same =
-    current.host === binding.host && current.port === binding.port && current.databaseName === binding.databaseName;
+    current.host === binding.host &&
+    current.port === binding.port &&
+    current.databaseName === binding.databaseName;
   if (same) return undefined;
   return (
     `useExistingSource: the claim's database is ${instanceId(current)}/${current.databaseName}; ` +
@@ -120,7 +128,9 @@ export async function assertCanManageInPlace(master: MasterConnection, binding: 
     ...(found?.createrole ? [] : ["CREATEROLE (to create the claim's roles)"]),
     ...(found?.grant_database
       ? []
-      : [`the right to grant on database ${binding.databaseName} (own it, or hold CREATE WITH GRANT OPTION on it)`]),
+      : [
+          `the right to grant on database ${binding.databaseName} (own it, or hold CREATE WITH GRANT OPTION on it)`,
+        ]),
     ...(found?.grant_schema ? [] : ['the right to grant on its schema public (CREATE WITH GRANT OPTION)']),
   ];
   if (missing.length === 0) return;

@@ -77,10 +77,9 @@ export class MasterConnection {
     if (!connectionLevel || !(error instanceof Error)) return error;
     const { label, fragment } = this.target;
     const login = fragment.password.kind === 'dsn' ? fragment.password.description : `fragment key ${label}`;
-    const named = new Error(
-      `${login} (${fragment.username}@${instanceId(this.target)}): ${error.message}`,
-      { cause: error },
-    );
+    const named = new Error(`${login} (${fragment.username}@${instanceId(this.target)}): ${error.message}`, {
+      cause: error,
+    });
     return Object.assign(named, { code });
   }
 
