@@ -211,6 +211,25 @@ describe('useExistingSource: managing users on an existing database in place', (
     const status = await readStatus(statusPath(out, 'default', 'weak'));
     expect(JSON.stringify(status)).not.toContain(password);
     expect(await rolesLike(a, 'weak_')).toEqual(['weak_owner']);
+
+    // A claim with a database of its own cannot start using an existing one in place.
+    await legacyDatabase('legacy_taken', claimsDir, 'superuser');
+    const ownFile = join(claimsDir, 'owned.yaml');
+    const owned = claimYaml('owned', {
+      instanceLabel: 'atlas.recyclebin',
+      databaseName: 'owned',
+      userName: 'owned',
+    });
+    const ownOut = join(work.path, 'out-owned');
+    const r = new Reconciler({ config, outputDir: ownOut });
+    expect((await r.reconcile(parsed(owned, ownFile))).outcomes).toMatchObject([{ result: 'created' }]);
+    const switched = await r.reconcile(parsed(existingClaim('owned', 'legacy_taken.dsn', true), ownFile));
+    expect(switched.outcomes).toMatchObject([{ result: 'error' }]);
+    expect(switched.outcomes[0]!.error).toMatch(
+      /useExistingSource: the claim's database is .*\/owned; it cannot switch to managing .*\/legacy_taken in place/,
+    );
+    expect(await readFile(join(ownOut, 'default', 'owned', 'port'), 'utf8')).toBe(String(b.port));
+    expect(await rolesLike(a, 'owned')).toEqual([]);
   });
 
   it('turned back to false, the database moves to the claim own instance and the existing one stays', async () => {
