@@ -59,7 +59,9 @@ async function disableBinding(
 ): Promise<void> {
   const where = `${instanceId(binding)}/${binding.databaseName}`;
   const provisioner = await provisionerFor(context, claimKey, binding);
-  const disabled = await provisioner.disableLogins();
+  const disabled = binding.existingSource
+    ? await disableLoginsInPlace(provisioner, binding, actions)
+    : await provisioner.disableLogins();
   actions.push(
     `${DATA_KEPT} ${where} and its roles (policy Delete, but ${context.keepDataBecause})` +
       (disabled.length > 0 ? `; disabled login of ${disabled.join(', ')}` : ''),
@@ -120,13 +122,16 @@ async function dropBinding(
   }
 }
 
+/** SQLSTATE of "permission denied". */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
 /** Why an existing database used in place stays whatever the policy (status and log). */
 const NOT_OURS_IN_PLACE =
   "the database is not this claim's (useExistingSource: it only managed users there) and is never dropped";
 
 /**
  * `Delete` of an existing database used in place: the database stays; the claim's login
- * users lose their sessions and are dropped; the base role stays, as it holds the grants
+ * users lose their sessions (where the DSN's login may end them) and are dropped; the base role stays, as it holds the grants
  * (and owns whatever the application created) in a database that is not the claim's.
  */
 async function dropUsersInPlace(
@@ -138,7 +143,7 @@ async function dropUsersInPlace(
   const instance = instanceId(binding);
   actions.push(`left database ${instance}/${binding.databaseName} in place: ${NOT_OURS_IN_PLACE}`);
   if (context.usage.rolesInUse(binding)) return;
-  await provisioner.disableLogins();
+  await disableLoginsInPlace(provisioner, binding, actions);
   const { dropped, kept } = await provisioner.dropRoles('login-users');
   if (dropped.length > 0) actions.push(`dropped roles ${dropped.join(', ')} on ${instance}`);
   if (kept.length > 0)
@@ -146,4 +151,23 @@ async function dropUsersInPlace(
   actions.push(
     `left role ${binding.userName} on ${instance} in place: it holds the claim's grants (and what the application created) in ${binding.databaseName}`,
   );
+}
+
+/**
+ * {@link Provisioner.disableLogins} through an existing database's DSN login, which may be
+ * no superuser: NOLOGIN is set, and a refusal to end the open sessions is reported, not fatal.
+ */
+async function disableLoginsInPlace(
+  provisioner: Provisioner,
+  binding: Binding,
+  actions: string[],
+): Promise<string[]> {
+  const users = [`${binding.userName}_a`, `${binding.userName}_b`];
+  return provisioner.disableLogins().catch((error: unknown) => {
+    if ((error as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw error;
+    actions.push(
+      `could not end the sessions of ${users.join(', ')} on ${instanceId(binding)}: the DSN's login may not (grant it pg_signal_backend); they end when they disconnect`,
+    );
+    return users;
+  });
 }

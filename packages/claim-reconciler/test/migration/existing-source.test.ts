@@ -167,12 +167,17 @@ describe('useExistingSource: managing users on an existing database in place', (
       await pool.end();
     }
 
-    // Deleting the claim (policy Delete) drops its login users, never the database.
+    // Deleting the claim (policy Delete) drops its login users, never the database. The
+    // DSN's login (no superuser, no pg_signal_backend) may not end their open sessions: said.
+    const session = new pg.Client({ connectionString: await readFile(join(dir, 'uri_dsn.txt'), 'utf8') });
+    await session.connect();
     const gone = await r.reconcile([], { prune: true });
+    await session.end();
     expect(gone.outcomes).toMatchObject([{ claim: 'default/inplace', result: 'deleted' }]);
     const actions = gone.outcomes[0]!.actions.join('\n');
     expect(actions).toMatch(/left database .*legacy_inplace in place: the database is not this claim's/);
     expect(actions).toContain('dropped roles inplace_a, inplace_b');
+    expect(actions).toMatch(/could not end the sessions of inplace_a, inplace_b .*pg_signal_backend/);
     expect(await databases(a, 'legacy_inplace')).toBe(1);
     expect((await a.query('SELECT count(*)::int AS n FROM items', [], 'legacy_inplace')).rows).toEqual([
       { n: 2001 },
