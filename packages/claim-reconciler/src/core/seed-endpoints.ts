@@ -54,6 +54,8 @@ async function claimSource(context: ClaimContext, claim: string): Promise<SeedSo
   const status = (await context.ports.statuses.list()).find((s) => s.claim === claim && !s.deleting);
   const binding = status?.binding;
   if (!binding) throw new SeedSourceError(`seed source claim ${claim} does not exist or has no database yet`);
+  // A claim using an existing database in place: read it as that database's DSN names it.
+  if (binding.existingSource) return dsnSource(context, binding.existingSource);
   const fragment = context.config.fragmentKeys.get(binding.label);
   if (!fragment)
     throw new SeedSourceError(

@@ -242,6 +242,27 @@ describe('useExistingSource: managing users on an existing database in place', (
     expect(await rolesLike(a, 'owned')).toEqual([]);
   });
 
+  it("a seed naming (claimRef) a claim that uses a database in place reads it through that database's DSN", async () => {
+    const claimsDir = join(work.path, 'claims-seeded');
+    await legacyDatabase('legacy_shared', claimsDir, 'superuser');
+    const file = join(claimsDir, 'claims.yaml');
+    const source = existingClaim('shared-src', 'legacy_shared.dsn', true);
+    const copy = `${claimYaml('src-copy', { instanceLabel: 'atlas.recyclebin', databaseName: 'src_copy', userName: 'src_copy' })}  sourceDataFrom:\n    type: database\n    database:\n      claimRef:\n        name: shared-src\n`;
+    const out = join(work.path, 'out-seeded');
+    const r = new Reconciler({ config, outputDir: out });
+    expect((await r.reconcile(parsed(source, file))).outcomes).toMatchObject([{ result: 'created' }]);
+    const pass = await r.reconcile(parsed(`${source}---\n${copy}`, file));
+    expect(pass.outcomes.map((o) => o.result)).toEqual(['unchanged', 'error']);
+    // The source was reached and read (its schema checked), not looked up as a fragment key;
+    // it holds the in-place claim's grants to shared_src, a role the seed's target lacks,
+    // which any seed refuses by name.
+    const error = pass.outcomes[1]!.error!;
+    expect(error).toMatch(
+      /^seed of .*src_copy from claim default\/shared-src \(schema\): cannot migrate: privileges granted to role shared_src/,
+    );
+    expect(error).not.toMatch(/fragment key/);
+  });
+
   it('turned back to false, the database moves to the claim own instance and the existing one stays', async () => {
     const claimsDir = join(work.path, 'claims-flip');
     await legacyDatabase('legacy_flip', claimsDir, 'superuser');
