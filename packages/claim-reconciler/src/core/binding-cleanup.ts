@@ -4,6 +4,8 @@
  * it and this reconciler created it; a drop that fails (sessions still connected) stays
  * pending for the next pass.
  */
+
+import { masterForBinding } from './binding-master.js';
 import type { ClaimContext } from './claim-context.js';
 import type { Binding } from './claim-status.js';
 import { errorMessage } from './error-message.js';
@@ -29,7 +31,11 @@ export async function cleanUpBindings(
     const where = `${instanceId(binding)}/${binding.databaseName}`;
     context.usage.remove(binding);
     if (binding.deletionPolicy === 'Orphan') {
-      actions.push(`left ${where} in place (Orphan)`);
+      actions.push(
+        binding.existingSource
+          ? `left ${where} and the claim's users in place (Orphan); ${NOT_OURS_IN_PLACE}`
+          : `left ${where} in place (Orphan)`,
+      );
       continue;
     }
     try {
@@ -53,7 +59,9 @@ async function disableBinding(
 ): Promise<void> {
   const where = `${instanceId(binding)}/${binding.databaseName}`;
   const provisioner = await provisionerFor(context, claimKey, binding);
-  const disabled = await provisioner.disableLogins();
+  const disabled = binding.existingSource
+    ? await disableLoginsInPlace(provisioner, binding, actions)
+    : await provisioner.disableLogins();
   actions.push(
     `${DATA_KEPT} ${where} and its roles (policy Delete, but ${context.keepDataBecause})` +
       (disabled.length > 0 ? `; disabled login of ${disabled.join(', ')}` : ''),
@@ -68,14 +76,7 @@ async function provisionerFor(
   claimKey: string,
   binding: Binding,
 ): Promise<Provisioner> {
-  const fragment = context.config.fragmentKeys.get(binding.label);
-  if (!fragment) throw new Error(`fragment key ${binding.label} is no longer configured`);
-  const master = await context.connections.get({
-    label: binding.label,
-    host: binding.host,
-    port: binding.port,
-    fragment,
-  });
+  const master = await masterForBinding(context, binding);
   return Provisioner.create(
     master,
     claimNames(binding.userName, binding.databaseName),
@@ -93,6 +94,7 @@ async function dropBinding(
   const { usage } = context;
   const where = `${instanceId(binding)}/${binding.databaseName}`;
   const provisioner = await provisionerFor(context, claimKey, binding);
+  if (binding.existingSource) return dropUsersInPlace(context, provisioner, binding, actions);
   let databaseLeft = usage.databaseInUse(binding);
   if (databaseLeft) {
     actions.push(`kept ${where}: another claim uses it`);
@@ -118,4 +120,54 @@ async function dropBinding(
       );
     }
   }
+}
+
+/** SQLSTATE of "permission denied". */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
+/** Why an existing database used in place stays whatever the policy (status and log). */
+const NOT_OURS_IN_PLACE =
+  "the database is not this claim's (useExistingSource: it only managed users there) and is never dropped";
+
+/**
+ * `Delete` of an existing database used in place: the database stays; the claim's login
+ * users lose their sessions (where the DSN's login may end them) and are dropped; the base role stays, as it holds the grants
+ * (and owns whatever the application created) in a database that is not the claim's.
+ */
+async function dropUsersInPlace(
+  context: ClaimContext,
+  provisioner: Provisioner,
+  binding: Binding,
+  actions: string[],
+): Promise<void> {
+  const instance = instanceId(binding);
+  actions.push(`left database ${instance}/${binding.databaseName} in place: ${NOT_OURS_IN_PLACE}`);
+  if (context.usage.rolesInUse(binding)) return;
+  await disableLoginsInPlace(provisioner, binding, actions);
+  const { dropped, kept } = await provisioner.dropRoles('login-users');
+  if (dropped.length > 0) actions.push(`dropped roles ${dropped.join(', ')} on ${instance}`);
+  if (kept.length > 0)
+    actions.push(`left roles ${kept.join(', ')} on ${instance} in place: not created by this reconciler`);
+  actions.push(
+    `left role ${binding.userName} on ${instance} in place: it holds the claim's grants (and what the application created) in ${binding.databaseName}`,
+  );
+}
+
+/**
+ * {@link Provisioner.disableLogins} through an existing database's DSN login, which may be
+ * no superuser: NOLOGIN is set, and a refusal to end the open sessions is reported, not fatal.
+ */
+async function disableLoginsInPlace(
+  provisioner: Provisioner,
+  binding: Binding,
+  actions: string[],
+): Promise<string[]> {
+  const users = [`${binding.userName}_a`, `${binding.userName}_b`];
+  return provisioner.disableLogins().catch((error: unknown) => {
+    if ((error as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw error;
+    actions.push(
+      `could not end the sessions of ${users.join(', ')} on ${instanceId(binding)}: the DSN's login may not (grant it pg_signal_backend); they end when they disconnect`,
+    );
+    return users;
+  });
 }

@@ -1,5 +1,7 @@
 /** Where a claim's database lives: shared by the status file and the migration state. */
 
+import type { SeedSource } from './seed-source.js';
+
 /** What happens to a claim's database and roles once it no longer uses them. */
 export type DeletionPolicy = 'Delete' | 'Orphan';
 
@@ -20,4 +22,10 @@ export interface Binding {
    * (`Delete` or `Orphan`).
    */
   readonly deletionPolicy: DeletionPolicy;
+  /**
+   * Set when the database is an existing one the claim manages users on in place
+   * (`useExistingSource`): the DSN source whose login acts as master there (`label` is then
+   * `existing`, not a fragment key). Such a database is never dropped: it is not the claim's.
+   */
+  readonly existingSource?: Exclude<SeedSource, { kind: 'claim' }>;
 }

@@ -6,6 +6,7 @@
 
 import { inProgress } from '../migration/migration-state.js';
 import { cleanUpBindings } from './binding-cleanup.js';
+import { masterForBinding } from './binding-master.js';
 import type { ClaimContext } from './claim-context.js';
 import { dropMigrationOf } from './claim-migration.js';
 import type { ClaimReconcile } from './claim-outcome.js';
@@ -22,10 +23,10 @@ import { performStep } from './steps.js';
  */
 export async function deleteClaim(context: ClaimContext, status: ClaimStatus): Promise<ClaimReconcile> {
   const binding = status.binding ?? status.retired[0];
-  const fragment = binding && context.config.fragmentKeys.get(binding.label);
-  if (!binding || !fragment) return deleteHoldingSecretLock(context, status);
+  const known = binding && (binding.existingSource || context.config.fragmentKeys.has(binding.label));
+  if (!binding || !known) return deleteHoldingSecretLock(context, status);
   try {
-    const master = await context.connections.get({ ...binding, fragment });
+    const master = await masterForBinding(context, binding);
     return await master.withAdvisoryLock(claimLockName(binding.userName), () =>
       deleteHoldingSecretLock(context, status),
     );

@@ -36,13 +36,14 @@ import { describeReplicaIdentities } from '../migration/replica-identity.js';
 import { replicationName } from '../migration/replication-names.js';
 import type { Binding } from './binding.js';
 import { cleanUpBindings } from './binding-cleanup.js';
+import { masterForBinding } from './binding-master.js';
 import type { ClaimContext } from './claim-context.js';
 import type { ClaimReconcile } from './claim-outcome.js';
 import type { SecretSink } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
 import type { ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
-import { type InstanceTarget, instanceId } from './instance-target.js';
+import { instanceId } from './instance-target.js';
 import type { MasterConnection } from './master-connection.js';
 import { claimNames, Provisioner } from './provisioner.js';
 import { type ReconcileError, retryable, terminal } from './reconcile-result.js';
@@ -95,7 +96,14 @@ export async function reconcileMigration(
   if (inProgress(state) && !sameDatabase(state.target, input.binding) && beforeCutover(state)) {
     return abandon(context, input, state, status!);
   }
-  if (!inProgress(state) && input.claim.sourceDataFrom && !status?.binding && !input.published) {
+  // A claim using its source in place (useExistingSource) copies nothing.
+  if (
+    !inProgress(state) &&
+    input.claim.sourceDataFrom &&
+    !input.claim.useExistingSource &&
+    !status?.binding &&
+    !input.published
+  ) {
     return startSeed(context, input);
   }
   if (!inProgress(state)) {
@@ -479,11 +487,9 @@ async function seedEndpoints(
   };
 }
 
-async function masterFor(context: ClaimContext, binding: Binding): Promise<MasterConnection> {
-  const fragment = context.config.fragmentKeys.get(binding.label);
-  if (!fragment) throw new Error(`fragment key ${binding.label} is no longer configured`);
-  const target: InstanceTarget = { label: binding.label, host: binding.host, port: binding.port, fragment };
-  return context.connections.get(target);
+/** A binding's master (an existing database's DSN login when it was used in place). */
+function masterFor(context: ClaimContext, binding: Binding): Promise<MasterConnection> {
+  return masterForBinding(context, binding);
 }
 
 function pointsAtBinding(published: PublishedCredentials, binding: Binding): boolean {

@@ -33,8 +33,9 @@
  *   to {@link reconcileMigration} before any plan: the data moves by an online migration,
  *   which publishes the target itself at cutover and retires the source afterwards.
  * - Spec fields a driver cannot honour are refused in one place, `REFUSED_SPEC_FIELDS`
- *   (claim-schema.ts): implementing `useExistingSource`/`sourceDataFrom` means removing
- *   them there (a migration from such a source would start in claim-migration.ts).
+ *   (claim-schema.ts).
+ * - `useExistingSource` (existing-source.ts): the binding is the existing database the
+ *   DSN names and the master is the DSN's login; everything after that is the same path.
  */
 
 import { CREDENTIAL_FAILURE_CODES } from 'hotload-core';
@@ -46,6 +47,11 @@ import type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
 import type { Binding, ClaimStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
+import {
+  assertCanManageInPlace,
+  existingSourceBinding,
+  existingSourceSwitchProblem,
+} from './existing-source.js';
 import { matchFragmentKey } from './fragment-matcher.js';
 import { type InstanceTarget, instanceId } from './instance-target.js';
 import { type LoginResult, tryLogin } from './pg-connection.js';
@@ -219,8 +225,8 @@ export async function reconcileClaim(
   forceRotation: boolean,
 ): Promise<ClaimReconcile> {
   const { config, ports, metrics } = context;
-  const binding = desiredBinding(config, claim);
-  if (!binding) {
+  const wanted = desiredBinding(config, claim);
+  if (!wanted) {
     const known = [...config.fragmentKeys.keys()].join(', ') || 'none';
     return recordClaimError(
       context,
@@ -229,22 +235,33 @@ export async function reconcileClaim(
       null,
     );
   }
+  let binding = wanted;
   const fragment = config.fragmentKeys.get(binding.label)!;
-  const target: InstanceTarget = { label: binding.label, host: binding.host, port: binding.port, fragment };
+  let target: InstanceTarget = { label: binding.label, host: binding.host, port: binding.port, fragment };
   const sink = ports.secretFor(claim.namespace, claim.secretName);
   const actions: string[] = [];
   // The plan, once made: a failure after it counts as a failed rotation, before it as a
   // failed provisioning (the controller's two error metrics).
   let planned: CredentialPlan | undefined;
   try {
+    if (claim.useExistingSource) {
+      // The users live on the existing database, managed through its DSN's login.
+      ({ binding, target } = await existingSourceBinding(context, claim, wanted.deletionPolicy));
+      const problem = existingSourceSwitchProblem(
+        await ports.statuses.read(claim.namespace, claim.secretName),
+        binding,
+      );
+      if (problem) return await recordClaimError(context, claim, terminal(problem), binding.label, actions);
+    }
     const master = await context.connections.get(target);
+    if (binding.existingSource) await assertCanManageInPlace(master, binding);
     // One reconciler at a time per claim users on an instance (claimLockName), and one
     // writer at a time per secret (the sink's lock).
     const locked = <T>(work: () => Promise<T>) =>
       master.withAdvisoryLock(claimLockName(claim.userName), () => sink.lock(work));
     return await locked(async () => {
       const started = performance.now();
-      const names = claimNames(claim.userName, claim.databaseName);
+      const names = claimNames(claim.userName, binding.databaseName);
       const provisioner = Provisioner.create(master, names, claim.key, context.onStep);
       const ensured = await provisioner.ensure({ publisher: context.publisher, takeOver: context.takeOver });
       if (ensured.databaseCreated) {
@@ -252,6 +269,10 @@ export async function reconcileClaim(
         metrics?.databaseCreated?.();
       }
       if (ensured.rolesCreated.length > 0) actions.push(`created roles ${ensured.rolesCreated.join(', ')}`);
+      if (binding.existingSource && (await provisioner.grantExistingObjects()))
+        actions.push(
+          `granted ${names.baseRole} the existing tables and sequences of ${names.database}.public`,
+        );
       const usersCreated = ensured.rolesCreated.filter((role) => role !== names.baseRole).length;
       if (usersCreated > 0) metrics?.usersCreated(usersCreated, (performance.now() - started) / 1000);
 
@@ -259,8 +280,8 @@ export async function reconcileClaim(
         host: binding.host,
         port: binding.port,
         database: names.database,
-        sslmode: fragment.sslmode,
-        sslrootcert: fragment.sslrootcert,
+        sslmode: target.fragment.sslmode,
+        sslrootcert: target.fragment.sslrootcert,
       };
       const observed = await observeCredentials(sink, ports.statuses, claim, login, names);
       const moving = await reconcileMigration(context, {

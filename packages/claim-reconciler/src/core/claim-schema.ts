@@ -54,8 +54,6 @@ const ACCEPTED_UNUSED_SPEC_FIELDS = [
  * field gets implemented. An unset, `false` or empty value asks for nothing and passes.
  */
 export const REFUSED_SPEC_FIELDS: Readonly<Record<string, string>> = {
-  useExistingSource:
-    "managing users on the source database in place is not supported; leave it unset (or false) and sourceDataFrom copies the source into the claim's own database",
   restoreFrom: 'restoring from a backup is not supported: the claim would get an empty database',
   enableReplicationRole: 'replication roles are not created by this reconciler',
   enableSuperUser: 'superuser roles are never created by this reconciler',
@@ -123,6 +121,8 @@ export const CLAIM_SPEC_SCHEMA = z.strictObject({
   migration: CUTOVER_SETTINGS_SCHEMA.optional(),
   /** Seed a new claim's database from an existing one (see seed-source.ts). */
   sourceDataFrom: SOURCE_DATA_FROM_SCHEMA.optional(),
+  /** Manage the claim's users in place on the database `sourceDataFrom` names (see existing-source.ts). */
+  useExistingSource: z.boolean().optional(),
   ...unusedFields,
 });
 
@@ -187,6 +187,13 @@ export interface DatabaseClaim {
    * streamed until caught up, then published). Ignored once the claim has a database.
    */
   readonly sourceDataFrom?: SeedSource;
+  /**
+   * `spec.useExistingSource: true`: no database of the claim's own; its users are created
+   * and rotated in place on the database `sourceDataFrom` names by a DSN (file or Secret),
+   * whose login acts as master there, and the secret points at it. Turned back to false,
+   * the database moves to the claim's own instance by the online migration.
+   */
+  readonly useExistingSource?: boolean;
 }
 
 /** Claims and findings from one or more YAML sources. */
@@ -362,6 +369,10 @@ function buildClaim(
     sourceDataFrom.claim === key
   )
     report('spec.sourceDataFrom', 'a claim cannot be seeded from its own database');
+  if (spec.useExistingSource === true) {
+    const problem = existingSourceProblem(sourceDataFrom);
+    if (problem) report('spec.useExistingSource', problem);
+  }
   for (const field of ACCEPTED_UNUSED_SPEC_FIELDS) {
     if ((spec as Record<string, unknown>)[field] !== undefined)
       report(`spec.${field}`, 'is accepted but not used by this reconciler', 'warning');
@@ -385,7 +396,19 @@ function buildClaim(
     ...(spec.cutoverApproved !== undefined ? { cutoverApproved: spec.cutoverApproved } : {}),
     ...(spec.migration ? { migration: spec.migration } : {}),
     ...(sourceDataFrom && 'kind' in sourceDataFrom ? { sourceDataFrom } : {}),
+    ...(spec.useExistingSource === true ? { useExistingSource: true } : {}),
   };
+}
+
+/** Why `useExistingSource: true` cannot use `source`, if it cannot. */
+function existingSourceProblem(
+  source: SeedSource | { readonly problem: string } | undefined,
+): string | undefined {
+  if (source === undefined)
+    return 'needs spec.sourceDataFrom naming the existing database (type database with database.dsnFile or database.secretRef)';
+  if ('kind' in source && source.kind === 'claim')
+    return `cannot use claimRef (${source.claim}): two claims would share one database; name the database by database.dsnFile or database.secretRef, or drop useExistingSource to copy it`;
+  return undefined;
 }
 
 /** Whether a field's value asks for anything: not unset, `false`, `""`, `{}` or `[]`. */

@@ -11,6 +11,11 @@ export interface InstanceTarget {
   readonly port: number;
   /** The fragment key: how to log in as master (user, sslmode, password source). */
   readonly fragment: FragmentKey;
+  /**
+   * The database the master login's own sessions use (role statements, advisory locks):
+   * `postgres` when absent; an existing database's DSN login may reach only its database.
+   */
+  readonly homeDatabase?: string;
 }
 
 /** `host:port`, the identity of an instance (the label only says how to log in). */

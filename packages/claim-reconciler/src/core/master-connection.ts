@@ -37,7 +37,7 @@ export class MasterConnection {
       port: target.port,
       user: target.fragment.username,
       password: '',
-      database: 'postgres',
+      database: target.homeDatabase ?? 'postgres',
       sslmode: target.fragment.sslmode,
     });
     this.#pool = new Pool({
@@ -58,7 +58,7 @@ export class MasterConnection {
     return this.#pool;
   }
 
-  /** Runs one statement on the `postgres` database. */
+  /** Runs one statement on the home database (`postgres` unless the target names another). */
   async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
     return this.#pool.query<R>(text, values).catch((error: unknown) => {
       throw this.#named(error);
@@ -76,10 +76,10 @@ export class MasterConnection {
       typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code) || /^(08|28|53|57)/.test(code);
     if (!connectionLevel || !(error instanceof Error)) return error;
     const { label, fragment } = this.target;
-    const named = new Error(
-      `fragment key ${label} (${fragment.username}@${instanceId(this.target)}): ${error.message}`,
-      { cause: error },
-    );
+    const login = fragment.password.kind === 'dsn' ? fragment.password.description : `fragment key ${label}`;
+    const named = new Error(`${login} (${fragment.username}@${instanceId(this.target)}): ${error.message}`, {
+      cause: error,
+    });
     return Object.assign(named, { code });
   }
 
@@ -129,7 +129,7 @@ export class MasterConnection {
    * process dies the server ends the session and releases the lock.
    */
   async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
-    const client = new pg.Client(await this.#clientConfig('postgres'));
+    const client = new pg.Client(await this.#clientConfig(this.target.homeDatabase ?? 'postgres'));
     client.on('error', () => {});
     await client.connect().catch((error: unknown) => {
       throw this.#named(error);
@@ -176,7 +176,7 @@ export class MasterConnections {
   get(target: InstanceTarget): Promise<MasterConnection> {
     // Per fragment key, even when two keys share user, host and sslmode: each logs in with
     // its own password file, so a wrong one is found rather than hidden by the other's.
-    const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.fragment.sslmode}`;
+    const key = `${target.label}|${target.fragment.username}@${instanceId(target)}/${target.homeDatabase ?? 'postgres'}/${target.fragment.sslmode}`;
     let connection = this.#open.get(key);
     if (!connection) {
       // Read once first so that a missing or empty password fails here, naming the file,

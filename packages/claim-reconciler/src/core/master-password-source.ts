@@ -21,8 +21,13 @@ export class MasterPasswordSource implements ConnectionSource {
 
   constructor(private readonly target: InstanceTarget) {
     const { label, password } = target.fragment;
-    this.description = `master login of fragment key ${label} (password from ${password.path})`;
-    this.watchPaths = [dirname(password.path)];
+    if (password.kind === 'dsn') {
+      this.description = `master login of ${password.description}`;
+      this.watchPaths = password.watchPaths;
+    } else {
+      this.description = `master login of fragment key ${label} (password from ${password.path})`;
+      this.watchPaths = [dirname(password.path)];
+    }
   }
 
   /** The master login with the password as it is now. */
@@ -33,7 +38,7 @@ export class MasterPasswordSource implements ConnectionSource {
       port,
       user: fragment.username,
       password: await readMasterPassword(fragment),
-      database: 'postgres',
+      database: this.target.homeDatabase ?? 'postgres',
       sslmode: fragment.sslmode,
       ...(fragment.sslrootcert === undefined ? {} : { params: { sslrootcert: fragment.sslrootcert } }),
     });

@@ -290,13 +290,14 @@ export class Provisioner {
   /**
    * Drops the two login users and the base role (the `Delete` policy), but only those this
    * reconciler created ({@link MANAGED_ROLE_MARKER}); any other role of that name is kept.
+   * `login-users` keeps the base role (it holds privileges in a database that stays).
    */
-  async dropRoles(): Promise<DropRolesResult> {
+  async dropRoles(which: 'all' | 'login-users' = 'all'): Promise<DropRolesResult> {
     const { baseRole, users } = this.names;
     const { roles } = await this.observe();
     const dropped: string[] = [];
     const kept: string[] = [];
-    for (const role of [...users, baseRole]) {
+    for (const role of which === 'all' ? [...users, baseRole] : users) {
       const observed = roles.get(role);
       if (!observed) continue;
       if (!observed.managed) {
@@ -308,6 +309,28 @@ export class Provisioner {
       dropped.push(role);
     }
     return { dropped, kept };
+  }
+
+  /**
+   * An existing database used in place (`useExistingSource`): the base role gets the tables
+   * and sequences already in schema `public` (the application reads the data that was
+   * there). Only when one lacks a grant, so a pass with nothing new writes nothing.
+   */
+  async grantExistingObjects(): Promise<boolean> {
+    const { database, baseRole } = this.names;
+    return this.master.inDatabase(database, async (client) => {
+      const { rows } = await client.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = 'public' AND (
+                (c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT has_table_privilege($1, c.oid, 'SELECT'))
+             OR (c.relkind = 'S' AND NOT has_sequence_privilege($1, c.oid, 'USAGE')))`,
+        [baseRole],
+      );
+      if (rows[0]?.n === 0 || !(await this.step(`grant-existing-objects ${database}.public`))) return false;
+      await client.query(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${quoteIdentifier(baseRole)}`);
+      await client.query(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${quoteIdentifier(baseRole)}`);
+      return true;
+    });
   }
 
   /**

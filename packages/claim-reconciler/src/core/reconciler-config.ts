@@ -22,7 +22,20 @@ export { SSL_MODES, type SslModeSetting } from './ssl-mode.js';
 /** Where a master password comes from. */
 export type MasterPasswordSource =
   | { readonly kind: 'file'; readonly path: string }
-  | { readonly kind: 'secret'; readonly secretName: string; readonly key: string; readonly path: string };
+  | { readonly kind: 'secret'; readonly secretName: string; readonly key: string; readonly path: string }
+  /**
+   * The password of a DSN (file or Secret) whose login manages an existing database in
+   * place (`useExistingSource`): read again at each connection, so a rotated DSN is followed.
+   */
+  | {
+      readonly kind: 'dsn';
+      /** Where the DSN is, for messages: `DSN file <path>` or `Secret <namespace/name>`. */
+      readonly description: string;
+      /** Folders to watch for a change (the DSN file's); none for a Secret. */
+      readonly watchPaths: readonly string[];
+      /** Reads the DSN's password as it is now. */
+      readonly read: () => Promise<string>;
+    };
 
 /** A named master connection to one PostgreSQL instance. */
 export interface FragmentKey {
@@ -310,6 +323,7 @@ function passwordSource(
 /** Reads a fragment key's master password now (one trailing newline is dropped). */
 export async function readMasterPassword(fragment: FragmentKey): Promise<string> {
   const { password } = fragment;
+  if (password.kind === 'dsn') return password.read();
   const what =
     password.kind === 'file'
       ? `password file ${password.path}`

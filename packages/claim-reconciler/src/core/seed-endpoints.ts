@@ -54,6 +54,8 @@ async function claimSource(context: ClaimContext, claim: string): Promise<SeedSo
   const status = (await context.ports.statuses.list()).find((s) => s.claim === claim && !s.deleting);
   const binding = status?.binding;
   if (!binding) throw new SeedSourceError(`seed source claim ${claim} does not exist or has no database yet`);
+  // A claim using an existing database in place: read it as that database's DSN names it.
+  if (binding.existingSource) return dsnSource(context, binding.existingSource);
   const fragment = context.config.fragmentKeys.get(binding.label);
   if (!fragment)
     throw new SeedSourceError(
@@ -77,8 +79,7 @@ async function dsnSource(
   context: ClaimContext,
   seed: Exclude<SeedSource, { kind: 'claim' }>,
 ): Promise<SeedSourceEnd> {
-  const parts =
-    seed.kind === 'dsn-file' ? await dsnFileParts(seed.file) : await secretParts(context, seed.secret);
+  const parts = await readSourceDsn(context, seed);
   return {
     binding: {
       label: DSN_SOURCE_LABEL,
@@ -101,6 +102,17 @@ async function dsnSource(
     readerRole: parts.user,
     sslmode: parts.sslmode,
   };
+}
+
+/**
+ * The connection a DSN source (file or Secret) names, read now and checked; a
+ * {@link SeedSourceError} names the file or Secret and the problem, never the DSN's text.
+ */
+export function readSourceDsn(
+  context: ClaimContext,
+  source: Exclude<SeedSource, { kind: 'claim' }>,
+): Promise<ConnectionParts> {
+  return source.kind === 'dsn-file' ? dsnFileParts(source.file) : secretParts(context, source.secret);
 }
 
 /** The DSN file's connection, read and checked as hotload-core reads any DSN file. */

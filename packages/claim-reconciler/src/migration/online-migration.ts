@@ -267,7 +267,7 @@ class MigrationPass {
         }
         const sequencesBefore = await readSequences(source);
         // DDL run on the source since the copy is not replicated: stop before the move.
-        await verifySchema(source, target);
+        await verifySchema(source, target, this.endpoints.baseRole);
         // From here until the source's sessions are gone, both instances take writes.
         const held = await this.holdSynchronousApply(link, state);
         if ('stop' in held) return held;
@@ -346,7 +346,7 @@ class MigrationPass {
     let progressed = state;
     if (state.finalConfirmedAt === null) {
       if (!(await link.hasSubscription(target))) return go(recopy(state));
-      await verifySchema(source, target);
+      await verifySchema(source, target, this.endpoints.baseRole);
       const finalLsn = state.finalLsn ?? (await finalWalPosition(source));
       const final = { ...state, finalLsn };
       const reading = await this.waitFor(link, final, () => false, finalLsn);

@@ -42,7 +42,7 @@ export async function copySchema(
   const { missing, extensionVersions } = await checkTargetReadiness(await readCatalog(source), target);
   refuse([...unsupported, ...missing]);
   const replicaIdentities = await ensureReplicaIdentities(source, step);
-  const wanted = await readCatalog(source);
+  const wanted = withoutGrantsTo(await readCatalog(source), owner);
   const tables = wanted.tables.map((t) => t.name);
   const existing = await readCatalog(target);
   const copied = { created: false, tables, replicaIdentities };
@@ -57,7 +57,7 @@ export async function copySchema(
   await step('copy-schema');
   // An empty database still has what every database has (the public schema's grants): only the rest is added.
   await createSchema(target, owner, schemaStatements(withoutPresent(wanted, existing), extensionVersions));
-  await verifySchema(source, target);
+  await verifySchema(source, target, owner);
   return { ...copied, created: true };
 }
 
@@ -100,9 +100,19 @@ function refuse(unsupported: readonly UnsupportedObject[]): void {
   }
 }
 
-/** Throws unless the two catalogs match for the supported set. */
-export async function verifySchema(source: SqlClient, target: SqlClient): Promise<void> {
-  const differences = await catalogDifferences(await readCatalog(source), await readCatalog(target), target);
+/**
+ * `snapshot` without the grants to `owner`: on the target `owner` owns the copied objects,
+ * which gives it every privilege (a source where it was only granted them, e.g. an existing
+ * database the claim used in place, would otherwise never match).
+ */
+function withoutGrantsTo(snapshot: CatalogSnapshot, owner: string): CatalogSnapshot {
+  return { ...snapshot, privileges: snapshot.privileges.filter((p) => p.grantee !== owner) };
+}
+
+/** Throws unless the two catalogs match for the supported set (`owner` owns the target's objects). */
+export async function verifySchema(source: SqlClient, target: SqlClient, owner: string): Promise<void> {
+  const wanted = withoutGrantsTo(await readCatalog(source), owner);
+  const differences = await catalogDifferences(wanted, await readCatalog(target), target);
   if (differences.length > 0) {
     throw new MigrationRefusedError(`the target schema does not match the source: ${summarize(differences)}`);
   }

@@ -209,7 +209,7 @@ describe('CLI manners', () => {
         databaseName: 'reuse',
         instanceLabel: 'atlas',
         userName: 'reuse',
-        useExistingSource: 'true',
+        restoreFrom: 's3://backups/reuse',
       }),
       'cosmetic.yaml': claimYaml('cosmetic', {
         databaseName: 'cosmetic',
@@ -225,8 +225,8 @@ describe('CLI manners', () => {
     expect(lines).toContain(
       `error: ${join(claims, 'missing.yaml')} (claim default/no-label): spec.instanceLabel is required`,
     );
-    expect(lines.find((line) => line.includes('spec.useExistingSource'))).toMatch(
-      /^error: .*reuse\.yaml \(claim default\/reuse\): spec\.useExistingSource is not supported: managing users on the source database in place is not supported; leave it unset \(or false\) and sourceDataFrom copies the source/,
+    expect(lines.find((line) => line.includes('spec.restoreFrom'))).toMatch(
+      /^error: .*reuse\.yaml \(claim default\/reuse\): spec\.restoreFrom is not supported: restoring from a backup is not supported: the claim would get an empty database/,
     );
     expect(lines).toContain(
       `warning: ${join(claims, 'cosmetic.yaml')} (claim default/cosmetic): spec.tags is accepted but not used by this reconciler`,
