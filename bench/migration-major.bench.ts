@@ -7,21 +7,18 @@
  * missing on the target (both must be 0), and the 15 → 18 figures as ratios of the
  * 18 → 18 ones measured in the same run.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-reconciler';
-import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { parseClaims, Reconciler } from 'hotload-claim-reconciler';
+import { LOGICAL_REPLICATION_SETTINGS, startCluster } from 'hotload-test-support';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { fragmentConfig, quantile } from './support/fragment-config.js';
 import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
 const WRITERS = 8;
 
-const quantile = (values: readonly number[], q: number) => {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0;
-};
 const round = (value: number) => Number(value.toFixed(2));
 
 const settings = LOGICAL_REPLICATION_SETTINGS;
@@ -32,15 +29,7 @@ const [pg18a, pg15, pg18b] = await Promise.all([
 ]);
 const work = await mkdtemp(join(tmpdir(), 'migration-major-bench-'));
 try {
-  const fragment = async (label: string, cluster: PostgresCluster) => {
-    const file = join(work, `${label}-password`);
-    await writeFile(file, cluster.superuserPassword, { mode: 0o600 });
-    return `${label}:\n  host: ${cluster.host}\n  port: ${cluster.port}\n  username: postgres\n  passwordFile: ${file}\n`;
-  };
-  const config = parseReconcilerConfig(
-    `${await fragment('pg18a', pg18a)}${await fragment('pg15', pg15)}${await fragment('pg18b', pg18b)}`,
-    join(work, 'config.yaml'),
-  );
+  const config = await fragmentConfig(work, { pg18a, pg15, pg18b });
   const out = join(work, 'out');
   const reconciler = new Reconciler({ config, outputDir: out });
   const claimOn = (name: string, label: string) =>

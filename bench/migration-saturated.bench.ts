@@ -20,13 +20,14 @@
  * write rate during the move vs before it, failed requests and acknowledged writes
  * missing on the target (both must be 0).
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-reconciler';
+import { parseClaims, Reconciler } from 'hotload-claim-reconciler';
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { fragmentConfig, quantile } from './support/fragment-config.js';
 import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
@@ -36,10 +37,6 @@ const CATCH_UP_SECONDS = Number(process.env.BENCH_CATCH_UP_SECONDS ?? 5);
 const MOVE_LIMIT_MILLIS = 300_000;
 const APPLY_DELAY_SECONDS = Number(process.env.BENCH_APPLY_DELAY_MS ?? 0.5) / 1000;
 
-const quantile = (values: readonly number[], q: number) => {
-  const sorted = [...values].sort((x, y) => x - y);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0;
-};
 const round = (value: number) => Number(value.toFixed(1));
 
 /** One reading of both write counters. */
@@ -62,14 +59,10 @@ const settings = LOGICAL_REPLICATION_SETTINGS;
 const [a, b] = await Promise.all([startCluster({ settings }), startCluster({ settings })]);
 const work = await mkdtemp(join(tmpdir(), 'migration-saturated-bench-'));
 try {
-  const fragment = async (label: string, cluster: PostgresCluster) => {
-    const file = join(work, `${label}-password`);
-    await writeFile(file, cluster.superuserPassword, { mode: 0o600 });
-    return `${label}:\n  host: ${cluster.host}\n  port: ${cluster.port}\n  username: postgres\n  passwordFile: ${file}\n`;
-  };
-  const config = parseReconcilerConfig(
-    `migration:\n  maxCatchUpSeconds: ${CATCH_UP_SECONDS}\n${await fragment('one', a)}${await fragment('two', b)}`,
-    join(work, 'config.yaml'),
+  const config = await fragmentConfig(
+    work,
+    { one: a, two: b },
+    `migration:\n  maxCatchUpSeconds: ${CATCH_UP_SECONDS}\n`,
   );
   let applyThrottled = false;
   const claimOn = (label: string, strategy: string) => {

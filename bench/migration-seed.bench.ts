@@ -7,22 +7,19 @@
  * acknowledged before the seed's final source position that are missing from the copy
  * (both must be 0). `BENCH_ROWS` (default 200 000), `BENCH_SEEDS` (default 2).
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-reconciler';
-import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { parseClaims, Reconciler } from 'hotload-claim-reconciler';
+import { LOGICAL_REPLICATION_SETTINGS, startCluster } from 'hotload-test-support';
 import pg from 'pg';
+import { fragmentConfig, quantile } from './support/fragment-config.js';
 import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
 const SEEDS = Number(process.env.BENCH_SEEDS ?? 2);
 const WRITERS = 4;
 
-const quantile = (values: readonly number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0;
-};
 const round = (value: number) => Number(value.toFixed(2));
 /** A WAL position (`X/Y`) as a number that orders like the position. */
 const lsnValue = (lsn: string) => {
@@ -34,15 +31,7 @@ const settings = LOGICAL_REPLICATION_SETTINGS;
 const [a, b] = await Promise.all([startCluster({ settings }), startCluster({ settings })]);
 const work = await mkdtemp(join(tmpdir(), 'seed-bench-'));
 try {
-  const fragment = async (label: string, cluster: PostgresCluster) => {
-    const file = join(work, `${label}-password`);
-    await writeFile(file, cluster.superuserPassword, { mode: 0o600 });
-    return `${label}:\n  host: ${cluster.host}\n  port: ${cluster.port}\n  username: postgres\n  passwordFile: ${file}\n`;
-  };
-  const config = parseReconcilerConfig(
-    `${await fragment('one', a)}${await fragment('two', b)}`,
-    join(work, 'config.yaml'),
-  );
+  const config = await fragmentConfig(work, { one: a, two: b });
   const claim = (name: string, label: string, extra = '') =>
     `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: ${name}\nspec:\n  databaseName: ${name.replace(/-/g, '_')}\n  userName: ${name.replace(/-/g, '_')}\n  instanceLabel: ${label}\n  deletionPolicy: Delete\n${extra}`;
   const seeded = (name: string) =>

@@ -6,38 +6,27 @@
  * failed requests and acknowledged writes missing on the target (both must be 0). The claim
  * moves back and forth (`BENCH_MOVES`, default 3).
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseClaims, parseReconcilerConfig, Reconciler } from 'hotload-claim-reconciler';
-import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from 'hotload-test-support';
+import { parseClaims, Reconciler } from 'hotload-claim-reconciler';
+import { LOGICAL_REPLICATION_SETTINGS, startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { fragmentConfig, quantile } from './support/fragment-config.js';
 import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const MOVES = Number(process.env.BENCH_MOVES ?? 3);
 const WRITERS = 8;
 
-const quantile = (values: readonly number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))] ?? 0;
-};
 const round = (value: number) => Number(value.toFixed(1));
 
 const settings = LOGICAL_REPLICATION_SETTINGS;
 const [a, b] = await Promise.all([startCluster({ settings }), startCluster({ settings })]);
 const work = await mkdtemp(join(tmpdir(), 'migration-bench-'));
 try {
-  const fragment = async (label: string, cluster: PostgresCluster) => {
-    const file = join(work, `${label}-password`);
-    await writeFile(file, cluster.superuserPassword, { mode: 0o600 });
-    return `${label}:\n  host: ${cluster.host}\n  port: ${cluster.port}\n  username: postgres\n  passwordFile: ${file}\n`;
-  };
-  const config = parseReconcilerConfig(
-    `${await fragment('one', a)}${await fragment('two', b)}`,
-    join(work, 'config.yaml'),
-  );
+  const config = await fragmentConfig(work, { one: a, two: b });
   const claimOn = (label: string) => {
     const { claims } = parseClaims(
       `apiVersion: persistance.atlas.infoblox.com/v1\nkind: DatabaseClaim\nmetadata:\n  name: big\nspec:\n  databaseName: big\n  userName: big\n  instanceLabel: ${label}\n  deletionPolicy: Delete\n`,
