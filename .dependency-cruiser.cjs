@@ -41,7 +41,8 @@ module.exports = {
     {
       name: 'migration-leaves-stay-leaves',
       severity: 'error',
-      comment: 'A leaf the migration engine uses may import other leaves only, not the rest of the reconciler.',
+      comment:
+        'A leaf the migration engine uses may import other leaves only, not the rest of the reconciler.',
       from: { path: MIGRATION_LEAVES },
       to: { path: RECONCILER, pathNot: MIGRATION_LEAVES },
     },
