@@ -5,7 +5,12 @@ import { join } from 'node:path';
 import { parseReconcilerConfig, type ReconcilerConfig } from 'hotload-claim-reconciler';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { type ClusterOptions, type PostgresCluster, startCluster } from './postgres-cluster.js';
+import {
+  type ClusterOptions,
+  LOGICAL_REPLICATION_SETTINGS,
+  type PostgresCluster,
+  startCluster,
+} from './postgres-cluster.js';
 
 /** A temp folder removed by `cleanup()`. */
 export async function tempDir(
@@ -85,6 +90,28 @@ export async function startReconcilerInstances<K extends string>(
     await work?.cleanup();
     throw error;
   }
+}
+
+/** Two instances for online moves and seeds, as {@link startLogicalPair} starts them. */
+export interface LogicalPair {
+  /** Fragment key `atlas`. */
+  readonly a: PostgresCluster;
+  /** Fragment key `atlas.recyclebin`. */
+  readonly b: PostgresCluster;
+  readonly work: { path: string; cleanup: () => Promise<void> };
+  /** The config naming both, after `preamble` (e.g. a `migration:` block). */
+  readonly config: ReconcilerConfig;
+}
+
+/** Starts `atlas` and `atlas.recyclebin` with `wal_level=logical`, the move and seed tests' pair. */
+export async function startLogicalPair(preamble = ''): Promise<LogicalPair> {
+  const logical = { settings: LOGICAL_REPLICATION_SETTINGS };
+  const { clusters, work, configFile, configText } = await startReconcilerInstances({
+    atlas: logical,
+    'atlas.recyclebin': logical,
+  });
+  const { atlas: a, 'atlas.recyclebin': b } = clusters;
+  return { a, b, work, config: parseReconcilerConfig(`${preamble}${configText}`, configFile) };
 }
 
 /** A suite's reconciler cluster (see {@link useReconcilerCluster}). */

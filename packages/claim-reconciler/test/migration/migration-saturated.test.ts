@@ -14,21 +14,14 @@
  */
 import { join } from 'node:path';
 import { Pool } from 'hotload-pg';
-import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, WorkerLoad } from 'hotload-test-support';
-import { claimYaml, startReconcilerInstances, withSecretClient } from 'hotload-test-support/claims';
+import { type PostgresCluster, WorkerLoad } from 'hotload-test-support';
+import { claimYaml, startLogicalPair, withSecretClient } from 'hotload-test-support/claims';
 import pg from 'pg';
 import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Step } from '../../src/core/steps.js';
 import type { ClaimStatus, DatabaseClaim, ReconcilerConfig } from '../../src/index.js';
-import {
-  parseClaims,
-  parseReconcilerConfig,
-  prometheusMetrics,
-  Reconciler,
-  readStatus,
-  statusPath,
-} from '../../src/index.js';
+import { parseClaims, prometheusMetrics, Reconciler, readStatus, statusPath } from '../../src/index.js';
 
 /**
  * A saturated move lasts as long as the target takes to apply the backlog that piled up
@@ -49,16 +42,7 @@ const MIGRATION_CONFIG = `migration:
 `;
 
 beforeAll(async () => {
-  const logical = { settings: LOGICAL_REPLICATION_SETTINGS };
-  let clusters: Record<'atlas' | 'atlas.recyclebin', PostgresCluster>;
-  let configText: string;
-  let configFile: string;
-  ({ clusters, work, configFile, configText } = await startReconcilerInstances({
-    atlas: logical,
-    'atlas.recyclebin': logical,
-  }));
-  ({ atlas: a, 'atlas.recyclebin': b } = clusters);
-  config = parseReconcilerConfig(`${MIGRATION_CONFIG}${configText}`, configFile);
+  ({ a, b, work, config } = await startLogicalPair(MIGRATION_CONFIG));
 });
 
 afterAll(async () => {

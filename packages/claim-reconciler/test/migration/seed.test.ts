@@ -7,12 +7,12 @@
  */
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, WorkerLoad } from 'hotload-test-support';
-import { claimYaml, startReconcilerInstances, withSecretClient } from 'hotload-test-support/claims';
+import { type PostgresCluster, WorkerLoad } from 'hotload-test-support';
+import { claimYaml, startLogicalPair, withSecretClient } from 'hotload-test-support/claims';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseClaim, ReconcilerConfig, Step } from '../../src/index.js';
-import { parseClaims, parseReconcilerConfig, Reconciler, readStatus, statusPath } from '../../src/index.js';
+import { parseClaims, Reconciler, readStatus, statusPath } from '../../src/index.js';
 
 let a: PostgresCluster;
 let b: PostgresCluster;
@@ -20,16 +20,7 @@ let work: { path: string; cleanup: () => Promise<void> };
 let config: ReconcilerConfig;
 
 beforeAll(async () => {
-  const logical = { settings: LOGICAL_REPLICATION_SETTINGS };
-  let clusters: Record<'atlas' | 'atlas.recyclebin', PostgresCluster>;
-  let configText: string;
-  let configFile: string;
-  ({ clusters, work, configFile, configText } = await startReconcilerInstances({
-    atlas: logical,
-    'atlas.recyclebin': logical,
-  }));
-  ({ atlas: a, 'atlas.recyclebin': b } = clusters);
-  config = parseReconcilerConfig(configText, configFile);
+  ({ a, b, work, config } = await startLogicalPair());
 });
 
 afterAll(async () => {
