@@ -92,6 +92,34 @@ export async function startReconcilerInstances<K extends string>(
   }
 }
 
+/**
+ * Replication objects a move or seed left: slots and `hotload_mig_%` logins on `source`,
+ * publications in `database` there (0 once that database is gone), subscriptions on `target`.
+ */
+export async function replicationLeftovers(
+  source: PostgresCluster,
+  target: PostgresCluster,
+  database: string,
+): Promise<Record<'slots' | 'logins' | 'publications' | 'subscriptions', number>> {
+  const count = async (cluster: PostgresCluster, sql: string, db = 'postgres', params: unknown[] = []) => {
+    const client = new pg.Client(cluster.connectionConfig({ database: db }));
+    await client.connect();
+    try {
+      return (await client.query(sql, params)).rows.length;
+    } finally {
+      await client.end();
+    }
+  };
+  const databaseExists =
+    (await count(source, 'SELECT 1 FROM pg_database WHERE datname = $1', 'postgres', [database])) === 1;
+  return {
+    slots: await count(source, 'SELECT 1 FROM pg_replication_slots'),
+    logins: await count(source, `SELECT 1 FROM pg_roles WHERE rolname LIKE 'hotload_mig_%'`),
+    publications: databaseExists ? await count(source, 'SELECT 1 FROM pg_publication', database) : 0,
+    subscriptions: await count(target, 'SELECT 1 FROM pg_subscription'),
+  };
+}
+
 /** Two instances for online moves and seeds, as {@link startLogicalPair} starts them. */
 export interface LogicalPair {
   /** Fragment key `atlas`. */

@@ -8,7 +8,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Pool } from 'hotload-pg';
 import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, WorkerLoad } from 'hotload-test-support';
-import { claimYaml, startReconcilerInstances, withSecretClient } from 'hotload-test-support/claims';
+import {
+  claimYaml,
+  replicationLeftovers,
+  startReconcilerInstances,
+  withSecretClient,
+} from 'hotload-test-support/claims';
 import pg from 'pg';
 import * as promClient from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,26 +94,8 @@ async function databaseExists(cluster: PostgresCluster, name: string): Promise<b
   return (await cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rows.length === 1;
 }
 
-/** Replication objects left anywhere: slots and logins on the source, publications, subscriptions. */
-async function leftovers(database: string): Promise<Record<string, number>> {
-  const count = async (cluster: PostgresCluster, sql: string, db = 'postgres') => {
-    const client = new pg.Client(cluster.connectionConfig({ database: db }));
-    await client.connect();
-    try {
-      return (await client.query(sql)).rows.length;
-    } finally {
-      await client.end();
-    }
-  };
-  return {
-    slots: await count(a, 'SELECT 1 FROM pg_replication_slots'),
-    logins: await count(a, `SELECT 1 FROM pg_roles WHERE rolname LIKE 'hotload_mig_%'`),
-    publications: (await databaseExists(a, database))
-      ? await count(a, 'SELECT 1 FROM pg_publication', database)
-      : 0,
-    subscriptions: await count(b, 'SELECT 1 FROM pg_subscription'),
-  };
-}
+/** Replication objects left on the source (a) and the target (b) by a move or seed of `database`. */
+const leftovers = (database: string) => replicationLeftovers(a, b, database);
 
 const SCHEMA = `
   CREATE TYPE kind AS ENUM ('plain', 'urgent');

@@ -8,7 +8,12 @@
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type PostgresCluster, WorkerLoad } from 'hotload-test-support';
-import { claimYaml, startLogicalPair, withSecretClient } from 'hotload-test-support/claims';
+import {
+  claimYaml,
+  replicationLeftovers,
+  startLogicalPair,
+  withSecretClient,
+} from 'hotload-test-support/claims';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseClaim, ReconcilerConfig, Step } from '../../src/index.js';
@@ -92,24 +97,8 @@ function writers(connect: () => pg.ClientConfig) {
   };
 }
 
-/** Replication objects left on the source cluster (slots, logins, publications in `database`) and on the target. */
-async function leftovers(database: string): Promise<Record<string, number>> {
-  const count = async (cluster: PostgresCluster, sql: string, db = 'postgres') => {
-    const client = new pg.Client(cluster.connectionConfig({ database: db }));
-    await client.connect();
-    try {
-      return (await client.query(sql)).rows.length;
-    } finally {
-      await client.end();
-    }
-  };
-  return {
-    slots: await count(a, 'SELECT 1 FROM pg_replication_slots'),
-    logins: await count(a, `SELECT 1 FROM pg_roles WHERE rolname LIKE 'hotload_mig_%'`),
-    publications: await count(a, 'SELECT 1 FROM pg_publication', database),
-    subscriptions: await count(b, 'SELECT 1 FROM pg_subscription'),
-  };
-}
+/** Replication objects left on the source (a) and the target (b) by a move or seed of `database`. */
+const leftovers = (database: string) => replicationLeftovers(a, b, database);
 
 /** Ids of `items` rows on the target database `database`. */
 async function targetIds(database: string, cluster = b): Promise<Set<string>> {
