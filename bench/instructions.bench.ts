@@ -43,17 +43,34 @@ import { startCluster } from 'hotload-test-support';
 import { writeSuperuserSecret } from './support/alternating-rounds.js';
 
 const WORKLOADS = ['pg-query', 'pg-waiters', 'pg-checkout', 'knex', 'postgres-js', 'generic-pool'] as const;
-const QUERIES = Number(process.env.INSTR_QUERIES ?? 2000);
+type Workload = (typeof WORKLOADS)[number];
+/** Iterations a measured window holds (INSTR_QUERIES; times the workload's {@link SCALE}). */
+const WINDOW = Number(process.env.INSTR_QUERIES ?? 1000);
+/** Measured windows per run (INSTR_WINDOWS). */
+const WINDOWS = Number(process.env.INSTR_WINDOWS ?? 4);
+/** Child processes per variant (INSTR_RUNS): their spread shows what V8's choices move. */
+const RUNS = Number(process.env.INSTR_RUNS ?? 3);
+/** Uncounted iterations before the first window (INSTR_WARMUP; times the workload's {@link SCALE}). */
+const WARMUP = Number(process.env.INSTR_WARMUP ?? 20_000);
 const ONLY = process.env.INSTR_ONLY?.split(',');
 const PROFILE_DIR = process.env.INSTR_PROFILE;
+/** INSTR_TRACE=1: the child's stdout lines (e.g. with `--trace-gc` in INSTR_NODE_FLAGS) go to stderr. */
+const TRACE = process.env.INSTR_TRACE === '1';
 const GOAL = 1.02;
 /**
- * Workloads whose iteration costs a few thousand instructions run this many times N, so
- * their N iterations outweigh the loop's run-to-run variation (V8's tier-up, GC).
+ * Workloads whose iteration costs a few thousand instructions run this many times more
+ * iterations, so a window's fixed costs (the checkpoint itself) stay negligible.
  */
-const SCALE: Partial<Record<(typeof WORKLOADS)[number] | string, number>> = { 'pg-checkout': 20 };
-/** Extra node/V8 flags for the child (INSTR_NODE_FLAGS, space-separated), e.g. `--single-threaded`. */
-const NODE_FLAGS = process.env.INSTR_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
+const SCALE: Partial<Record<Workload, number>> = { 'pg-checkout': 20 };
+/**
+ * Node/V8 flags for the child (INSTR_NODE_FLAGS, space-separated, replaces the default):
+ * by default V8 compiles optimized code on the main thread when a function gets hot,
+ * instead of on a background thread that installs it whenever it finishes. The JIT and
+ * the code it produces are the same; only when it lands is fixed (see the header).
+ */
+const NODE_FLAGS = (process.env.INSTR_NODE_FLAGS ?? '--no-concurrent-recompilation --no-concurrent-osr')
+  .split(' ')
+  .filter(Boolean);
 const childScript = fileURLToPath(new URL('./support/instructions-child.mjs', import.meta.url));
 
 /** True when `valgrind --version` runs. */
@@ -61,24 +78,31 @@ function valgrindAvailable(): boolean {
   return spawnSync('valgrind', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
+/** Instructions of one measured window: on node's main thread, and on all its threads. */
+interface WindowCount {
+  main: number;
+  all: number;
+}
+
 /**
- * Instructions of the measured loop of one child run of `queries` queries: the child stops
- * at its `warm` and `done` checkpoints, and at each the parent has callgrind dump its
- * counts (`callgrind_control -d`), so the second dump holds the loop alone, without node's
- * startup, the imports, the handshakes, the warm-up or the teardown.
+ * Instructions of each measured window of one child run. Callgrind starts with counting
+ * off (the warm-up runs several times faster so); at the child's `warm` checkpoint the
+ * parent switches counting on (`callgrind_control -i on`), and after each window has it
+ * dump and zero its counts (`callgrind_control -d`): dump k holds window k alone.
  */
-async function countInstructions(
-  workload: string,
+async function countWindows(
+  workload: Workload,
   variant: 'plain' | 'hotload',
-  queries: number,
   env: NodeJS.ProcessEnv,
   outFile: string,
-): Promise<{ main: number; all: number }> {
+): Promise<WindowCount[]> {
+  const scale = SCALE[workload] ?? 1;
   const child = spawn(
     'valgrind',
     [
       '--tool=callgrind',
       '--separate-threads=yes',
+      '--instr-atstart=no',
       `--callgrind-out-file=${outFile}`,
       process.execPath,
       '--expose-gc',
@@ -86,7 +110,9 @@ async function countInstructions(
       childScript,
       workload,
       variant,
-      String(queries),
+      String(WINDOW * scale),
+      String(WINDOWS),
+      String(WARMUP * scale),
     ],
     { env, cwd: fileURLToPath(new URL('.', import.meta.url)), stdio: ['pipe', 'pipe', 'pipe'] },
   );
@@ -96,49 +122,63 @@ async function countInstructions(
   });
   const exited = once(child, 'exit');
   for await (const line of createInterface({ input: child.stdout })) {
-    if (line !== 'warm' && line !== 'done') continue;
-    execFileSync('callgrind_control', ['-d', String(child.pid)], { stdio: 'ignore' });
+    if (TRACE) console.error(`${workload} ${variant}: ${line}`);
+    if (line !== 'warm' && !line.startsWith('window ')) continue;
+    const command = line === 'warm' ? ['-i', 'on'] : ['-d'];
+    execFileSync('callgrind_control', [...command, String(child.pid)], { stdio: 'ignore' });
     child.stdin.write('go\n');
   }
   const [code] = await exited;
-  if (code !== 0) throw new Error(`${workload} ${variant} ${queries} exited ${code}: ${stderr}`);
-  // Dump 1: up to `warm`; dump 2: from `warm` to `done`, the loop; one file per thread.
-  const dir = dirname(outFile);
-  const threadFiles = readdirSync(dir).filter((name) => name.startsWith(`${basename(outFile)}.2-`));
-  const summaries = threadFiles.map((name) => {
-    const summary = /^summary: (\d+)$/m.exec(readFileSync(join(dir, name), 'utf8'));
-    if (!summary) throw new Error(`no summary line in ${join(dir, name)}`);
-    return { main: name.endsWith('.2-01'), instructions: Number(summary[1]) };
-  });
-  const main = summaries.find((thread) => thread.main);
-  if (!main) throw new Error(`no main-thread dump ${outFile}.2-01`);
-  return {
-    main: main.instructions,
-    all: summaries.reduce((sum, thread) => sum + thread.instructions, 0),
-  };
+  if (code !== 0) throw new Error(`${workload} ${variant} exited ${code}: ${stderr}`);
+  return Array.from({ length: WINDOWS }, (_, index) => windowCount(outFile, index + 1, WINDOW * scale));
 }
 
-/**
- * Instructions one query costs: the 2N run's loop minus the N run's, over N; on node's main
- * thread (where the query path runs: JavaScript, libuv, the scavenges), and on all threads
- * (adds V8's background compilation and concurrent marking, which vary from run to run).
- */
-async function perQuery(
-  workload: string,
+/** Per iteration, dump `part`'s instructions (one file per thread; thread 01 is node's main thread). */
+function windowCount(outFile: string, part: number, iterations: number): WindowCount {
+  const dir = dirname(outFile);
+  const threadFiles = readdirSync(dir).filter((name) => name.startsWith(`${basename(outFile)}.${part}-`));
+  let main: number | undefined;
+  let all = 0;
+  for (const name of threadFiles) {
+    const summary = /^summary: (\d+)$/m.exec(readFileSync(join(dir, name), 'utf8'));
+    if (!summary) throw new Error(`no summary line in ${join(dir, name)}`);
+    all += Number(summary[1]);
+    if (name.endsWith(`.${part}-01`)) main = Number(summary[1]);
+  }
+  if (main === undefined) throw new Error(`no main-thread dump ${outFile}.${part}-01`);
+  return { main: main / iterations, all: all / iterations };
+}
+
+/** Median, min and max of `values`, and (max - min) / median. */
+function spread(values: number[]): { median: number; min: number; max: number; spread: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  const median = sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  const min = sorted[0]!;
+  const max = sorted[sorted.length - 1]!;
+  return { median, min, max, spread: (max - min) / median };
+}
+
+/** Every window of {@link RUNS} child runs of one variant (main-thread instructions per iteration, per run). */
+async function measure(
+  workload: Workload,
   variant: 'plain' | 'hotload',
   env: NodeJS.ProcessEnv,
   work: string,
-): Promise<{ main: number; all: number; mainRuns: [number, number] }> {
-  const n = QUERIES * (SCALE[workload] ?? 1);
-  const out = (count: number) => join(PROFILE_DIR ?? work, `callgrind.${workload}.${variant}.${count}`);
-  const single = await countInstructions(workload, variant, n, env, out(n));
-  const double = await countInstructions(workload, variant, 2 * n, env, out(2 * n));
-  return {
-    main: (double.main - single.main) / n,
-    all: (double.all - single.all) / n,
-    mainRuns: [single.main / n, double.main / (2 * n)],
-  };
+): Promise<{ main: number[][]; all: number[][] }> {
+  const main: number[][] = [];
+  const all: number[][] = [];
+  for (let run = 1; run <= RUNS; run++) {
+    const out = join(PROFILE_DIR ?? work, `callgrind.${workload}.${variant}.${run}`);
+    const windows = await countWindows(workload, variant, env, out);
+    main.push(windows.map((window) => window.main));
+    all.push(windows.map((window) => window.all));
+  }
+  return { main, all };
 }
+
+const rounded = (value: number): number => Math.round(value);
+const fixed4 = (value: number): number => Number(value.toFixed(4));
 
 if (!valgrindAvailable()) {
   console.log(
@@ -163,27 +203,37 @@ try {
     INSTR_SECRET_DIR: secretDir,
   };
   for (const workload of WORKLOADS.filter((name) => ONLY === undefined || ONLY.includes(name))) {
-    const plain = await perQuery(workload, 'plain', env, work);
-    const hotload = await perQuery(workload, 'hotload', env, work);
-    const ratio = hotload.main / plain.main;
+    const plain = await measure(workload, 'plain', env, work);
+    const hotload = await measure(workload, 'hotload', env, work);
+    const plainMain = spread(plain.main.flat());
+    const hotloadMain = spread(hotload.main.flat());
+    const ratio = hotloadMain.median / plainMain.median;
     console.log(
       JSON.stringify({
         bench: 'instructions',
         workload,
-        queries: QUERIES * (SCALE[workload] ?? 1),
+        window: WINDOW * (SCALE[workload] ?? 1),
+        windows: WINDOWS,
+        runs: RUNS,
+        warmup: WARMUP * (SCALE[workload] ?? 1),
         node_flags: NODE_FLAGS,
-        plain_instructions_per_query: Math.round(plain.main),
-        hotload_instructions_per_query: Math.round(hotload.main),
-        // Each run's main-thread loop over its own count: they agree when the loop's fixed costs are small.
-        plain_loop_per_query: plain.mainRuns.map(Math.round),
-        hotload_loop_per_query: hotload.mainRuns.map(Math.round),
-        // With V8's background threads (compilation, concurrent marking): varies between runs.
-        plain_all_threads_per_query: Math.round(plain.all),
-        hotload_all_threads_per_query: Math.round(hotload.all),
-        all_threads_ratio: Number((hotload.all / plain.all).toFixed(4)),
-        ratio: Number(ratio.toFixed(4)),
+        // Median over every window of every run, node's main thread; min/max beside it.
+        plain_instructions_per_query: rounded(plainMain.median),
+        plain_min_max: [rounded(plainMain.min), rounded(plainMain.max)],
+        plain_spread: fixed4(plainMain.spread),
+        hotload_instructions_per_query: rounded(hotloadMain.median),
+        hotload_min_max: [rounded(hotloadMain.min), rounded(hotloadMain.max)],
+        hotload_spread: fixed4(hotloadMain.spread),
+        ratio: fixed4(ratio),
+        // The ratio's range if the worst windows of each were paired.
+        ratio_min_max: [fixed4(hotloadMain.min / plainMain.max), fixed4(hotloadMain.max / plainMain.min)],
         goal: GOAL,
         met: ratio <= GOAL,
+        // Each run's windows, to see a run that differs (a different V8 choice) from a window that does (a GC).
+        plain_windows: plain.main.map((run) => run.map(rounded)),
+        hotload_windows: hotload.main.map((run) => run.map(rounded)),
+        // With V8's background threads (compilation, concurrent marking, scavenger helpers): varies more.
+        all_threads_ratio: fixed4(spread(hotload.all.flat()).median / spread(plain.all.flat()).median),
       }),
     );
   }

@@ -1,18 +1,20 @@
 /**
- * The process bench/instructions.bench.ts runs under `valgrind --tool=callgrind`: opens one
- * pool (plain driver or its hotload counterpart), fills and warms it, then runs QUERIES
- * queries (or checkouts) of one workload and exits. It does nothing else, so the difference
- * between a run with N and one with 2N is the cost of N queries.
+ * The process bench/instructions.bench.ts runs under `valgrind --tool=callgrind
+ * --instr-atstart=no`: opens one pool (plain driver or its hotload counterpart), fills it,
+ * warms it with WARMUP iterations while callgrind is not counting (valgrind runs several
+ * times faster then), and then runs WINDOWS measured windows of WINDOW iterations each,
+ * stopping at a checkpoint before the first window and after each one: there the parent
+ * has callgrind start counting or dump its counts, so each dump holds one window alone.
  *
  * Plain JavaScript on purpose: under tsx every closure of a TypeScript file carries
  * esbuild's keepNames wrapper, and tsx's loader would run under valgrind too. The hotload
  * packages are imported from their built dist (their package.json exports), as users run them.
  *
- * argv: <workload> <plain|hotload> <queries>; env INSTR_CONNECTION (JSON: host, port, user,
- * password, database) and INSTR_SECRET_DIR (a secret folder with the same login).
+ * argv: <workload> <plain|hotload> <window> <windows> <warmup>; env INSTR_CONNECTION (JSON:
+ * host, port, user, password, database) and INSTR_SECRET_DIR (a secret folder with the same login).
  */
 
-import { once } from 'node:events';
+import { readSync, writeSync } from 'node:fs';
 import genericPool from 'generic-pool';
 import { toPgClientSettings } from 'hotload-core';
 import { HotloadGenericPool } from 'hotload-generic-pool';
@@ -23,8 +25,10 @@ import knex from 'knex';
 import pg from 'pg';
 import postgres from 'postgres';
 
-const [workload, variant, queriesArg] = process.argv.slice(2);
-const queries = Number(queriesArg);
+const [workload, variant, windowArg, windowsArg, warmupArg] = process.argv.slice(2);
+const windowSize = Number(windowArg);
+const windows = Number(windowsArg);
+const warmup = Number(warmupArg);
 const connection = JSON.parse(process.env.INSTR_CONNECTION ?? '{}');
 const secretDirectory = process.env.INSTR_SECRET_DIR;
 const hotloadOptions = {
@@ -33,8 +37,6 @@ const hotloadOptions = {
   // that would land in the 2N run only because valgrind makes it last longer.
   watcher: { resyncIntervalMillis: 0 },
 };
-const WARMUP = 2000;
-
 /** Runs `total` calls of `one`, `concurrency` at a time (each loop starts its next call when its last one settles). */
 async function run(total, concurrency, one) {
   let started = 0;
@@ -132,32 +134,41 @@ async function openGenericPool(variant, max) {
 }
 
 const chosen = workloads[workload];
-if (!chosen || (variant !== 'plain' && variant !== 'hotload') || !(queries > 0)) {
+if (
+  !chosen ||
+  (variant !== 'plain' && variant !== 'hotload') ||
+  !(windowSize > 0 && windows > 0 && warmup >= 0)
+) {
   throw new Error(
-    `usage: instructions-child.mjs <${Object.keys(workloads).join('|')}> <plain|hotload> <queries>`,
+    `usage: instructions-child.mjs <${Object.keys(workloads).join('|')}> <plain|hotload> <window> <windows> <warmup>`,
   );
 }
 /**
  * Tells the parent (a line on stdout) that the process reached `mark`, and waits for its
- * go (a line on stdin): the parent has callgrind dump its counts in between, so the
- * measured loop's instructions land in a file of their own.
+ * go (a line on stdin): the parent has callgrind dump its counts in between, so each
+ * measured window's instructions land in a file of their own. Synchronous reads and
+ * writes of the file descriptors on purpose: a stdin stream would run EventEmitter and
+ * stream code the pools share with new object shapes, and V8 would then deoptimize and
+ * recompile the pool's path inside the next window (`--trace-deopt` showed it), which is
+ * what moved single counts by 20 %.
  */
-async function checkpoint(mark) {
-  process.stdout.write(`${mark}\n`);
-  await once(process.stdin, 'data');
+const goLine = Buffer.alloc(16);
+function checkpoint(mark) {
+  writeSync(1, `${mark}\n`);
+  readSync(0, goLine);
 }
 
 const concurrency = Number(process.env.INSTR_CONCURRENCY ?? chosen.concurrency);
 const pool = await chosen.open(variant, chosen.max);
-// Every connection opened and the code paths warmed before the measured loop, the same in
-// the N and the 2N run, so they cancel in the difference.
-await run(chosen.max, chosen.max, () => pool.one(0));
-await run(WARMUP, concurrency, (n) => pool.one(n));
-// From the same heap in every run (node runs with --expose-gc): the N run's loop is then
-// the 2N run's first half, and a major GC falls at the same query in both.
-globalThis.gc();
-await checkpoint('warm');
-await run(queries, concurrency, (n) => pool.one(n));
-await checkpoint('done');
-process.stdin.destroy();
+// One function object for the fill, the warm-up and the windows: V8 sees one call target.
+const one = (n) => pool.one(n);
+// Every connection opened, then a long warm-up so that V8 has compiled (and re-compiled
+// after any deopt) the whole path before the first window.
+await run(chosen.max, chosen.max, one);
+await run(warmup, concurrency, one);
+checkpoint('warm');
+for (let window = 1; window <= windows; window++) {
+  await run(windowSize, concurrency, one);
+  checkpoint(`window ${window}`);
+}
 await pool.end();
