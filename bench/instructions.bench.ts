@@ -1,35 +1,51 @@
 /**
  * Instructions per query, counted by valgrind (issue 29.1): for each driver, the plain
  * library and its hotload counterpart run the same workload in a child node process
- * (support/instructions-child.mjs) under `valgrind --tool=callgrind --separate-threads=yes`.
- * The child fills its pool, runs 2,000 warm-up queries and a full GC, then stops at a
- * checkpoint where this process has callgrind dump its counts (`callgrind_control -d`),
- * runs the measured loop, and stops again for a second dump: the second dump holds the loop
- * alone, without node's startup, imports, handshakes, warm-up or teardown. Each child runs
- * once with N and once with 2N queries; (loop(2N) - loop(N)) / N on node's main thread is
- * the figure (`*_instructions_per_query`, ratio hotload / plain; goal ≤ 1.02), with all
- * threads (V8's background compilation and concurrent marking added) beside it.
+ * (support/instructions-child.mjs) under `valgrind --tool=callgrind --separate-threads=yes
+ * --instr-atstart=no`. The child fills its pool and runs INSTR_WARMUP (20,000) uncounted
+ * iterations, then stops at a checkpoint where this process switches counting on
+ * (`callgrind_control -i on`), and after each of INSTR_WINDOWS (4) windows of INSTR_QUERIES
+ * (1,000) iterations stops again to have callgrind dump and zero its counts
+ * (`callgrind_control -d`): each dump holds one window alone, node's main thread in its own
+ * file. A run's figure is its windows' mean; each variant runs INSTR_RUNS (3) times, and
+ * the line prints the median run (`*_instructions_per_query`), the runs' min/max and
+ * spread, every window, and the ratio hotload / plain (goal ≤ 1.02) with its range when
+ * the runs furthest apart are paired. The postgres server is another process, not traced.
  *
- * Node runs with its JIT as usual (not --jitless: that would measure an interpreter users
- * do not run). Repeatability, measured: plain pg.Pool 82,106 and 81,850 instructions a
- * query in two runs (0.3 %); hotload-pg 76,443 and 92,744 (20 %): what V8 compiles, and
- * when, still moves the hotload runs by more than the 2 % the goal is about, so one run's
- * ratio is not a verdict; compare several runs. All-threads counts vary more. The postgres
- * server is another process, not traced. The child turns hotload's 30 s resync off: a cost
- * per interval that would land in the longer run only. Under valgrind node is about 50×
- * slower: a workload pair takes 3 to 12 minutes here, depending on the machine's load.
+ * Making the count repeatable (the first version's hotload-pg count moved 20 % between
+ * runs), each cause found and removed in turn:
+ * - The checkpoint itself: awaiting a stdin stream ran EventEmitter and stream code the
+ *   pools share, with new shapes; `--trace-deopt` showed V8 deoptimizing the pool path
+ *   right after it, and recompiling it inside the window. Checkpoints are now synchronous
+ *   reads and writes of the file descriptors, and one function object serves the warm-up
+ *   and the windows.
+ * - Wall-clock timers: valgrind makes node ~50 times slower, so pg-pool's 10 s idle
+ *   eviction closed clients the next window reconnected, and tarn's reaper ran every
+ *   second. The child sets those timeouts to an hour (still armed and cleared per checkout).
+ * - GC sizing that follows the clock: V8 shrank the young generation when counting began
+ *   (fewer bytes a millisecond) and the memory reducer collects on a timer. The child runs
+ *   with `--min-semi-space-size=16 --max-semi-space-size=16 --no-memory-reducer`
+ *   (INSTR_NODE_FLAGS replaces them). The JIT runs as users run it: tiering, concurrent
+ *   compilation. `--no-concurrent-recompilation` was tried and rejected: it moves the
+ *   compiler's work onto the main thread, into whichever window a late optimization lands.
+ * - The secret folder: hotload watches its parent, which held the callgrind files dumped
+ *   at each checkpoint; it now has a parent of its own.
+ * Measured after these (pg-query, 2 runs of 3 windows): window k repeats across runs
+ * within 0.3 % (plain) and 1.3 % (hotload), but windows of one run still differ by up to
+ * 10 % (a mark-compact or a late optimization lands in some): hence a run's mean over its
+ * windows, and the runs' spread printed beside each figure. pg-checkout (no I/O) repeats
+ * window to window within 0.5 %.
  *
- * One run each of `INSTR_QUERIES=1000 INSTR_ONLY=<workload> node --import tsx
- * bench/instructions.bench.ts` (plain / hotload, main thread): pg-query 81,850 / 92,744
- * (1.133), pg-waiters 84,882 / 85,635 (1.009), pg-checkout 20,293 / 40,931 (2.017, its
- * per-iteration cost grew in the longer run for both), knex 184,038 / 172,823 (0.939),
- * postgres-js 100,030 / 118,931 (1.189), generic-pool 84,876 / 87,113 (1.026).
+ * Final figures: see the end of this comment (filled from the run below).
  *
  * Needs valgrind (`apt-get install valgrind`; it brings callgrind_control); without it,
- * prints a `not-run` line and exits 0. INSTR_QUERIES=<n> sets N (default 2,000);
- * INSTR_ONLY=<workload,...> runs a subset; INSTR_PROFILE=<dir> keeps the callgrind files
- * there for callgrind_annotate (JIT-compiled JavaScript shows as `???`: only V8's builtins
- * and runtime functions are named).
+ * prints a `not-run` line and exits 0. INSTR_ONLY=<workload,...> runs a subset;
+ * INSTR_PROFILE=<dir> keeps the callgrind files there for callgrind_annotate. JIT-compiled
+ * JavaScript shows there as `???:0x…`: add `--perf-basic-prof` to INSTR_NODE_FLAGS and look
+ * each address up in `/tmp/perf-<pid>.map` (start, size, name) to name it; with
+ * `--no-turbo-inlining` as well each JavaScript function keeps its own cost (profiling
+ * only: inlining changes the totals). INSTR_TRACE=1 passes the child's other stdout lines
+ * (e.g. `--trace-gc`, `--trace-deopt`) to stderr.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -127,9 +143,12 @@ async function countWindows(
   const exited = once(child, 'exit');
   for await (const line of createInterface({ input: child.stdout })) {
     if (TRACE) console.error(`${workload} ${variant}: ${line}`);
-    if (line !== 'warm' && !line.startsWith('window ')) continue;
-    const command = line === 'warm' ? ['-i', 'on'] : ['-d'];
-    execFileSync('callgrind_control', [...command, String(child.pid)], { stdio: 'ignore' });
+    if (line !== 'pre' && line !== 'warm' && !line.startsWith('window ')) continue;
+    // `pre`: a checkpoint in the warm-up that only runs the checkpoint's code (see the child).
+    if (line !== 'pre') {
+      const command = line === 'warm' ? ['-i', 'on'] : ['-d'];
+      execFileSync('callgrind_control', [...command, String(child.pid)], { stdio: 'ignore' });
+    }
     child.stdin.write('go\n');
   }
   const [code] = await exited;

@@ -44,12 +44,18 @@ const hotloadOptions = {
   // that would land in the 2N run only because valgrind makes it last longer.
   watcher: { resyncIntervalMillis: 0 },
 };
-/** Runs `total` calls of `one`, `concurrency` at a time (each loop starts its next call when its last one settles). */
-async function run(total, concurrency, one) {
+/**
+ * Runs `total` calls of `one`, `concurrency` at a time (each loop starts its next call when
+ * its last one settles); before the call numbered by a key of `marks`, stops at that
+ * checkpoint (the other loops' calls stay in flight, as in any loop iteration).
+ */
+async function run(total, concurrency, one, marks = new Map()) {
   let started = 0;
   const loop = async () => {
     while (started < total) {
       started++;
+      const mark = marks.get(started);
+      if (mark !== undefined) checkpoint(mark);
       await one(started);
     }
   };
@@ -169,13 +175,21 @@ const concurrency = Number(process.env.INSTR_CONCURRENCY ?? chosen.concurrency);
 const pool = await chosen.open(variant, chosen.max);
 // One function object for the fill, the warm-up and the windows: V8 sees one call target.
 const one = (n) => pool.one(n);
-// Every connection opened, then a long warm-up so that V8 has compiled (and re-compiled
-// after any deopt) the whole path before the first window.
+// Every connection opened; then one loop runs the warm-up and the windows, so that nothing
+// ends or starts between them: a loop that returned at the end of the warm-up deoptimized
+// (its exit had never run in the code V8 had compiled for it, on stack) and took the pool
+// path inlined in it along, to be recompiled inside the first windows (`--trace-opt`).
+// A few `pre` checkpoints early in the warm-up run the checkpoint's code, so that reaching
+// one later finds it compiled too.
 await run(chosen.max, chosen.max, one);
-await run(warmup, concurrency, one);
-checkpoint('warm');
-for (let window = 1; window <= windows; window++) {
-  await run(windowSize, concurrency, one);
-  checkpoint(`window ${window}`);
-}
+const marks = new Map([
+  [Math.floor(warmup / 4), 'pre'],
+  [Math.floor(warmup / 2), 'pre'],
+  [warmup + 1, 'warm'],
+]);
+for (let window = 1; window <= windows; window++)
+  marks.set(warmup + window * windowSize + 1, `window ${window}`);
+// A tail after the last window: the loops' end (fewer calls in flight, then none) deoptimizes
+// code too, after the last count.
+await run(warmup + windows * windowSize + Math.ceil(windowSize / 10), concurrency, one, marks);
 await pool.end();
