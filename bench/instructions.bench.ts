@@ -30,13 +30,25 @@
  *   compiler's work onto the main thread, into whichever window a late optimization lands.
  * - The secret folder: hotload watches its parent, which held the callgrind files dumped
  *   at each checkpoint; it now has a parent of its own.
- * Measured after these (pg-query, 2 runs of 3 windows): window k repeats across runs
- * within 0.3 % (plain) and 1.3 % (hotload), but windows of one run still differ by up to
- * 10 % (a mark-compact or a late optimization lands in some): hence a run's mean over its
- * windows, and the runs' spread printed beside each figure. pg-checkout (no I/O) repeats
- * window to window within 0.5 %.
+ * - The end of the warm-up: a loop that returned there deoptimized (its exit had never run
+ *   in the code V8 compiled for it while it ran) and took the pool path inlined in it
+ *   along, recompiled inside the first windows (`--trace-opt`). One loop now runs the
+ *   warm-up and the windows, the checkpoints inside it (a few `pre` ones early in the
+ *   warm-up run the checkpoint's code first), and a tail after the last window.
+ * Repeatability after all of these (the run below): within a run, windows differ by at
+ * most 2.6 % (a GC lands in every other one); across 3 runs the means differ by 0.2 to
+ * 1.9 % for the query workloads, and by 2.3 to 2.7 % for pg-checkout, whose windows are
+ * flat within a run but where V8 settles a little differently per process.
  *
- * Final figures: see the end of this comment (filled from the run below).
+ * Figures: `INSTR_ONLY=pg-query,pg-waiters,pg-checkout,knex,generic-pool node --import tsx
+ * bench/instructions.bench.ts` (defaults: 3 runs × 4 windows of 1,000 after 20,000, ×20
+ * for pg-checkout), one invocation, load average 7 to 12 (instruction counts do not
+ * depend on it); plain / hotload (ratio, range over the runs):
+ * pg-query 52,958 / 53,723 (1.014, 1.008–1.016, met), pg-waiters 51,936 / 53,955 (1.039,
+ * 1.032–1.042, missed), pg-checkout 11,707 / 12,920 (1.104, 1.071–1.125, missed),
+ * knex 127,099 / 127,134 (1.000, 0.991–1.014, met), generic-pool 53,225 / 60,703 (1.141,
+ * 1.091–1.154, missed; its windows alternate by up to 20 %, a GC every other one).
+ * postgres-js was not run here (measured with hotload-postgres-js).
  *
  * Needs valgrind (`apt-get install valgrind`; it brings callgrind_control); without it,
  * prints a `not-run` line and exits 0. INSTR_ONLY=<workload,...> runs a subset;
