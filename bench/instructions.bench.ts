@@ -36,9 +36,10 @@
  *   warm-up and the windows, the checkpoints inside it (a few `pre` ones early in the
  *   warm-up run the checkpoint's code first), and a tail after the last window.
  * Repeatability after all of these (the run below): within a run, windows differ by at
- * most 2.6 % (a GC lands in every other one); across 3 runs the means differ by 0.2 to
- * 1.9 % for the query workloads, and by 2.3 to 2.7 % for pg-checkout, whose windows are
- * flat within a run but where V8 settles a little differently per process.
+ * most 3 % for the pg and Knex workloads (a GC lands in every other one), by up to 26 % for
+ * generic-pool; across 3 runs the means differ by 0.2 to 1.9 % for pg-query, pg-waiters
+ * and Knex, 2.3 to 2.7 % for pg-checkout (its windows are flat within a run, but V8 settles
+ * a little differently per process) and 2.6 to 3.0 % for generic-pool.
  *
  * Figures: `INSTR_ONLY=pg-query,pg-waiters,pg-checkout,knex,generic-pool node --import tsx
  * bench/instructions.bench.ts` (defaults: 3 runs × 4 windows of 1,000 after 20,000, ×20
