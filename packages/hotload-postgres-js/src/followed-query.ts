@@ -1,4 +1,5 @@
 import { type CredentialWaitLifecycle, checkoutWithCredentialWait, isCredentialFailure } from 'hotload-core';
+import { RetiredBeforeConnectError } from './budgeted-socket.js';
 import { followStateOf } from './follow-state.js';
 import type { PostgresGeneration } from './postgres-js-driver.js';
 import { asQueryHandle, type QueryHandle } from './postgres-js-internals.js';
@@ -16,6 +17,14 @@ export function isRefusedLogin(error: unknown): error is Error {
 }
 
 /**
+ * A failure before any statement ran that another generation can take over: a refused
+ * login, or a connection of a retired generation that the budget never let open.
+ */
+export function runsAgainElsewhere(error: unknown): error is Error {
+  return error instanceof RetiredBeforeConnectError || isRefusedLogin(error);
+}
+
+/**
  * Follows one postgres.js query handed out on `generation` (a value that is not a query,
  * like a helper fragment, is left alone):
  *
@@ -25,7 +34,9 @@ export function isRefusedLogin(error: unknown): error is Error {
  * - a login refused for its credentials (the password changed in the database a moment
  *   before the secret) waits for the new secret's generation (`next`, bounded by
  *   `credentialWaitMillis`) and runs there; it fails with the refused login's error if
- *   none comes. Any other failure is postgres.js's own.
+ *   none comes. A query whose generation was retired while its connection waited for
+ *   the connection budget runs on the serving generation. Any other failure is
+ *   postgres.js's own.
  */
 export function followQuery(value: unknown, generation: PostgresGeneration, next: NextGeneration): void {
   const query = asQueryHandle(value);
@@ -41,7 +52,7 @@ export function followQuery(value: unknown, generation: PostgresGeneration, next
   query.interceptFailure((error, reject) => {
     const { forceClosed } = followStateOf(on);
     if (forceClosed !== undefined) return reject(forceClosed);
-    if (!isRefusedLogin(error)) return reject(error);
+    if (!runsAgainElsewhere(error)) return reject(error);
     next(on, error).then(
       (serving) => {
         on = serving;
@@ -67,6 +78,6 @@ export function retryRefusedLogin<T>(
   return checkoutWithCredentialWait(lifecycle, {
     from: generation,
     checkout: run,
-    retryable: (error) => isRefusedLogin(error) && !started(),
+    retryable: (error) => runsAgainElsewhere(error) && !started(),
   });
 }

@@ -1,11 +1,13 @@
-import type {
-  ConnectionConfig,
-  ForceClosedError,
-  GenerationDriver,
-  HostPort,
-  VerifySession,
+import {
+  ConnectionBudget,
+  type ConnectionConfig,
+  type ForceClosedError,
+  type GenerationDriver,
+  type HostPort,
+  type VerifySession,
 } from 'hotload-core';
 import postgres from 'postgres';
+import { BudgetedSockets, type SocketFactory, withCancelsUnbudgeted } from './budgeted-socket.js';
 import { followStateOf } from './follow-state.js';
 import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
 
@@ -32,6 +34,8 @@ export interface PostgresGeneration {
 
 /** The drain of each generation once started (`sql.end(...)`, once). */
 const drains = new WeakMap<PostgresGeneration, Promise<void>>();
+/** Each generation's connections, counted against the hotload sql's budget. */
+const socketsOf = new WeakMap<PostgresGeneration, BudgetedSockets>();
 
 /** Starts `generation`'s `sql.end({ timeout })` once; later calls return the same promise. */
 function endOnce(generation: PostgresGeneration, timeoutSeconds: number): Promise<void> {
@@ -57,11 +61,19 @@ export class PostgresJsDriver
   implements GenerationDriver<PostgresGeneration, postgres.ReservedSql, PostgresGeneration>
 {
   #serving: PostgresGeneration | undefined;
+  /**
+   * The connections of every generation against `max` (postgres.js's default 10), plus
+   * the verify connection: at most `max + 1` across a switch. Each generation's instance
+   * opens its connections through the `socket` option, which waits for this budget.
+   */
+  readonly budget: ConnectionBudget;
 
   constructor(
     private readonly options: PostgresOptions,
     private readonly drainTimeoutMillis: number,
-  ) {}
+  ) {
+    this.budget = new ConnectionBudget(() => options.max ?? DEFAULT_MAX);
+  }
 
   /**
    * Builds a `postgres()` instance for `config` on `host` (not connected yet: postgres.js
@@ -69,7 +81,12 @@ export class PostgresJsDriver
    * `options.serializers`, so a switch keeps how values are read and written.
    */
   build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
-    const sql = postgres(toPostgresOptions(this.options, config, host));
+    const sockets = new BudgetedSockets(this.budget, applicationSocket(this.options));
+    const sql = postgres({
+      ...toPostgresOptions(this.options, config, host),
+      socket: sockets.factory,
+    } as PostgresOptions);
+    sockets.belongTo(sql.options);
     carryTypeHandlers(this.#serving?.sql, sql);
     const generation: PostgresGeneration = {
       id,
@@ -81,11 +98,17 @@ export class PostgresJsDriver
         return drains.get(generation);
       },
     };
+    socketsOf.set(generation, sockets);
     return generation;
   }
 
-  /** Verifies `candidate` on one reserved connection (`sql.reserve()`), released afterwards. */
+  /**
+   * Verifies `candidate` on one reserved connection (`sql.reserve()`, its instance's
+   * first, opened beyond the budget as its `+ 1`), released afterwards: the connection the
+   * generation then serves with first (one handshake per switch).
+   */
   async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
+    socketsOf.get(candidate)?.verifyNext();
     const reserved = await candidate.sql.reserve();
     return {
       client: reserved,
@@ -104,6 +127,7 @@ export class PostgresJsDriver
    * postgres.js's seconds), once: a second call returns the same promise.
    */
   drain(generation: PostgresGeneration): Promise<void> {
+    socketsOf.get(generation)?.retire(generation.id);
     return endOnce(generation, this.drainTimeoutMillis / 1000);
   }
 
@@ -120,19 +144,31 @@ export class PostgresJsDriver
   forceClose(generation: PostgresGeneration, _connection: PostgresGeneration, error: ForceClosedError): void {
     const state = followStateOf(generation);
     state.forceClosed = error;
-    for (const query of state.running) query.cancel();
+    withCancelsUnbudgeted(() => {
+      for (const query of state.running) query.cancel();
+    });
     state.running.clear();
   }
 
   /** Ends a candidate never promoted at once (`sql.end({ timeout: 0 })`). */
   async discard(candidate: PostgresGeneration): Promise<void> {
+    socketsOf.get(candidate)?.retire(candidate.id);
     await endOnce(candidate, 0);
   }
 
-  /** postgres.js keeps its connection count to itself. */
-  count(): number {
-    return 0;
+  /** The generation's connections open (or closing), as its `socket` option counted them. */
+  count(generation: PostgresGeneration): number {
+    return socketsOf.get(generation)?.open ?? 0;
   }
+}
+
+/** postgres.js's default `max`. */
+const DEFAULT_MAX = 10;
+
+/** The application's own `socket` option (untyped in postgres.js's types), which the budget wraps. */
+function applicationSocket(options: PostgresOptions): SocketFactory | undefined {
+  const socket: unknown = (options as { socket?: unknown }).socket;
+  return typeof socket === 'function' ? (socket as SocketFactory) : undefined;
 }
 
 /**
