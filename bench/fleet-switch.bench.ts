@@ -6,7 +6,7 @@
  * atomically, as the kubelet does it. Meanwhile the server's sessions of the two app users
  * are sampled from pg_stat_activity every 5 ms.
  *
- * One JSON line per driver (`--driver pg|knex|generic-pool|all`, default all):
+ * One JSON line per driver (`--driver pg|knex|generic-pool|postgres-js|all`, default all):
  * `steady_connections` (the median sample before the swap), `peak_connections` (the
  * highest sample from the swap until every pool has drained its old generation),
  * `peak_vs_steady` (goal ≤ 1.1), `failed` queries across the fleet (goal 0), and the
@@ -47,6 +47,7 @@ const FLEET_DRIVERS: Readonly<Record<string, string>> = {
   pg: 'hotload-pg Pool',
   knex: 'knex',
   'generic-pool': 'generic-pool + raw pg.Client',
+  'postgres-js': 'postgres.js',
 };
 
 /** Messages a pool's process sends its parent. */
