@@ -77,8 +77,9 @@ export class PostgresJsDriver
 
   /**
    * Builds a `postgres()` instance for `config` on `host` (not connected yet: postgres.js
-   * connects lazily). It starts with the serving generation's `options.parsers` and
-   * `options.serializers`, so a switch keeps how values are read and written.
+   * connects lazily). It starts with the serving generation's `options.parsers`,
+   * `options.serializers` and array types, so a switch keeps how values are read and
+   * written.
    */
   build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
     const sockets = new BudgetedSockets(this.budget, applicationSocket(this.options));
@@ -181,4 +182,14 @@ function carryTypeHandlers(from: postgres.Sql | undefined, to: postgres.Sql): vo
   if (from === undefined) return;
   Object.assign(to.options.parsers, from.options.parsers);
   Object.assign(to.options.serializers, from.options.serializers);
+  // Element type → array type, which `sql.array()` reads: postgres.js fills it only for array
+  // types it has no parser for yet, so the carried parsers would leave it empty.
+  Object.assign(sharedOf(to).typeArrayMap, sharedOf(from).typeArrayMap);
+}
+
+/** postgres.js's per-instance `options.shared` (3.x; not in its types). */
+function sharedOf(sql: postgres.Sql): { typeArrayMap: Record<number, number> } {
+  const shared = (sql.options as { shared?: { typeArrayMap?: Record<number, number> } }).shared;
+  if (shared?.typeArrayMap === undefined) return { typeArrayMap: {} };
+  return shared as { typeArrayMap: Record<number, number> };
 }
