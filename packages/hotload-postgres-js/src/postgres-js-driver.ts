@@ -9,6 +9,7 @@ import {
 import postgres from 'postgres';
 import { BudgetedSockets, type SocketFactory, withCancelsUnbudgeted } from './budgeted-socket.js';
 import { followStateOf } from './follow-state.js';
+import { cancelQuery } from './postgres-js-internals.js';
 import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
 
 /** One generation: one `postgres()` instance. */
@@ -146,7 +147,7 @@ export class PostgresJsDriver
     const state = followStateOf(generation);
     state.forceClosed = error;
     withCancelsUnbudgeted(() => {
-      for (const query of state.running) query.cancel();
+      for (const query of state.running) cancelQuery(query);
     });
     state.running.clear();
   }
