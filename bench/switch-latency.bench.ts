@@ -216,15 +216,19 @@ async function measure(driver: Driver, rotation: Rotation): Promise<void> {
   const latencies: number[] = [];
   const floors: number[] = [];
   const floorAlone: number[] = [];
+  /** Swap → the driver's `switch` event (detection and verify), under load. */
+  const switchEvents: number[] = [];
   for (let sample = 0; sample < SWITCHES; sample++) {
     const { user, publish, floor } = await rotation.next();
     const floorOf = () => floor(floorConnectOf(driver));
     const answered = load.firstAnswerAs(user);
+    const switchedAt = once(subject.events, 'switch').then(() => performance.now());
     const swapped = await publish();
     // The floor at the same moment: started at the swap, it competes with the switch and
     // the load for the same two cores, as the switch's own verify connection does.
     const concurrentFloor = floorOf();
     latencies.push((await answered) - swapped);
+    switchEvents.push((await switchedAt) - swapped);
     floors.push(await concurrentFloor);
     // The floor as this bench measured it before: alone, once the switch is over.
     floorAlone.push(await floorOf());
@@ -244,6 +248,7 @@ async function measure(driver: Driver, rotation: Rotation): Promise<void> {
       idle_p99_ms: ms(percentile(idle, 0.99)),
       load_p50_ms: ms(percentile(latencies, 0.5)),
       load_p99_ms: ms(percentile(latencies, 0.99)),
+      load_switch_event_p50_ms: ms(percentile(switchEvents, 0.5)),
       floor_connects_with: floorConnectOf(driver) === newPgConnectionMillis ? 'pg.Client' : 'postgres.js',
       load_floor_p50_ms: ms(percentile(floors, 0.5)),
       load_vs_floor: Number((percentile(latencies, 0.5) / percentile(floors, 0.5)).toFixed(2)),
