@@ -48,6 +48,8 @@ export class BudgetedSockets {
   #verifyNext = false;
   /** The instance's parsed options, once built: sockets asked with other options are a sub-instance's. */
   #instanceOptions: object | undefined;
+  /** Connections waiting for budget now. */
+  #waiting = 0;
   /** Aborted once the generation stops serving: its connections still waiting for budget give up. */
   readonly #retiring = new AbortController();
 
@@ -72,9 +74,17 @@ export class BudgetedSockets {
     this.#verifyNext = true;
   }
 
-  /** The generation no longer serves: its connections waiting for budget fail (see {@link RetiredBeforeConnectError}). */
-  retire(generationId: number): void {
+  /**
+   * The generation no longer serves: its connections waiting for budget fail (see
+   * {@link RetiredBeforeConnectError}). Resolves once postgres.js has seen them fail, so
+   * that its `end()`, called after, does not wait for them until its timeout (it waits
+   * for a connection that still has its query).
+   */
+  retire(generationId: number): Promise<void> {
     this.#retiring.abort(new RetiredBeforeConnectError(generationId));
+    if (this.#waiting === 0) return Promise.resolve();
+    // postgres.js fails the query in its own promise reactions: all run before the check phase.
+    return new Promise((resolve) => setImmediate(resolve));
   }
 
   /** The `socket` option for the generation's instance. */
@@ -82,11 +92,19 @@ export class BudgetedSockets {
 
   async #connect(target: SocketTarget): Promise<net.Socket> {
     if (!this.#counts(target)) return this.#openSocket(target);
-    if (this.#verifyNext) {
+    if (this.#verifyNext || this.#retiring.signal.aborted) {
+      // The verify connection is the budget's `+ 1`. A connection asked for once the
+      // generation is retired (a query it queued before) opens beyond the budget too:
+      // failing it now would leave postgres.js's end() waiting for it until its timeout.
       this.#verifyNext = false;
       this.budget.takeVerify();
     } else {
-      await this.budget.take(this.#retiring.signal);
+      this.#waiting++;
+      try {
+        await this.budget.take(this.#retiring.signal);
+      } finally {
+        this.#waiting--;
+      }
     }
     this.#open++;
     let socket: net.Socket;

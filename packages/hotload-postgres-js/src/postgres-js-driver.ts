@@ -38,11 +38,15 @@ const drains = new WeakMap<PostgresGeneration, Promise<void>>();
 /** Each generation's connections, counted against the hotload sql's budget. */
 const socketsOf = new WeakMap<PostgresGeneration, BudgetedSockets>();
 
-/** Starts `generation`'s `sql.end({ timeout })` once; later calls return the same promise. */
+/**
+ * Starts `generation`'s `sql.end({ timeout })` once (after its connections waiting for
+ * budget have failed); later calls return the same promise.
+ */
 function endOnce(generation: PostgresGeneration, timeoutSeconds: number): Promise<void> {
   let drain = drains.get(generation);
   if (drain === undefined) {
-    drain = generation.sql.end({ timeout: timeoutSeconds });
+    const retired = socketsOf.get(generation)?.retire(generation.id) ?? Promise.resolve();
+    drain = retired.then(() => generation.sql.end({ timeout: timeoutSeconds }));
     drains.set(generation, drain);
   }
   return drain;
@@ -129,7 +133,6 @@ export class PostgresJsDriver
    * postgres.js's seconds), once: a second call returns the same promise.
    */
   drain(generation: PostgresGeneration): Promise<void> {
-    socketsOf.get(generation)?.retire(generation.id);
     return endOnce(generation, this.drainTimeoutMillis / 1000);
   }
 
@@ -154,7 +157,6 @@ export class PostgresJsDriver
 
   /** Ends a candidate never promoted at once (`sql.end({ timeout: 0 })`). */
   async discard(candidate: PostgresGeneration): Promise<void> {
-    socketsOf.get(candidate)?.retire(candidate.id);
     await endOnce(candidate, 0);
   }
 

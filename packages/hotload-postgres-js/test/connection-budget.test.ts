@@ -137,3 +137,47 @@ it('lets a cancel request through while the budget is full', async () => {
     reserved.release();
   }
 });
+
+it('runs a query of the old generation that was waiting for budget when the switch retired it on the new generation', async () => {
+  const cluster = suite.clusters[0]!;
+  let waitingQuery: Promise<unknown> | undefined;
+  const db: HotloadSql = await createHotloadSql({
+    postgres: { max: 2 },
+    hotload: {
+      source: { secretDirectory: suite.secret.path },
+      drainTimeoutMillis: 60_000,
+      // Runs while the new config is verified, before the switch: the old generation
+      // still serves, and with its one connection reserved and the verify connection
+      // open, the budget (max 2) is full.
+      prepare: async () => {
+        if (db === undefined) return;
+        waitingQuery = db`SELECT session_user AS u`.then((rows) => rows[0]?.u);
+        // postgres.js asks for the query's connection in a timer it sets once the query is
+        // queued (a few promise reactions after this call): a timer set after that one has
+        // fired only once it has.
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      },
+    },
+  });
+  sql = db;
+  const forceClosed: unknown[] = [];
+  db.hotload.on('forceClosed', (event) => forceClosed.push(event));
+  const reserved = await db.reserve();
+  const drained = nextEvent(db.hotload, 'drained');
+  try {
+    const switched = nextEvent(db.hotload, 'switch');
+    suite.passwords.app_b = newPassword();
+    await setPassword(cluster, 'app_b', suite.passwords.app_b);
+    await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+    await switched;
+    // The reserved connection still holds its budget: the query can only have run on the new generation.
+    expect(await waitingQuery).toBe('app_b');
+  } finally {
+    reserved.release();
+  }
+  // The old generation drains once its reserved connection is back, not at the deadline
+  // (postgres.js's end() would wait for the connection that had waited for budget).
+  await drained;
+  expect(forceClosed).toEqual([]);
+});
