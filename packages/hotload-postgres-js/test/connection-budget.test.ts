@@ -41,6 +41,16 @@ function gate(): { opened: Promise<void>; open: () => void } {
   return { opened, open };
 }
 
+/**
+ * Resolves once postgres.js has asked for the connections of the queries just made:
+ * it asks in a timer it sets once a query is queued (a promise reaction after the
+ * query's `then`), so a timer set from a timer that fired after that point fires after it.
+ */
+async function connectsAsked(): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  await new Promise((resolve) => setTimeout(resolve, 0));
+}
+
 let sql: HotloadSql | undefined;
 afterEach(async () => {
   await sql?.end();
@@ -98,9 +108,7 @@ it('holds at most max + 1 connections across a switch with transactions held on 
     const rows = await db`SELECT session_user AS u`;
     return rows[0]?.u as string;
   });
-  // postgres.js opens a connection in a timer set when the query is queued: once a timer
-  // set after them has fired, every connection the new generation asked for was asked.
-  await new Promise((resolve) => setTimeout(resolve, 0));
+  await connectsAsked();
   const peakWhileHeld = sockets.peak;
   commit.open();
   await Promise.all(transactions);
@@ -152,11 +160,7 @@ it('runs a query of the old generation that was waiting for budget when the swit
       prepare: async () => {
         if (db === undefined) return;
         waitingQuery = db`SELECT session_user AS u`.then((rows) => rows[0]?.u);
-        // postgres.js asks for the query's connection in a timer it sets once the query is
-        // queued (a few promise reactions after this call): a timer set after that one has
-        // fired only once it has.
-        await new Promise((resolve) => setTimeout(resolve, 0));
-        await new Promise((resolve) => setTimeout(resolve, 0));
+        await connectsAsked();
       },
     },
   });
