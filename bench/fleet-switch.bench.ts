@@ -25,7 +25,8 @@
  *
  * postgres.js (`--driver postgres-js`, with its connection budget; one run each, 2 shared
  * cores): `--pools 10`: steady 80, peak 83 (1.038), 0 failed, switch p50 780 / p99 1,360 ms
- * (load average 10 → 36); `--pools 50`: steady 400, peak 402 (1.005), 0 failed, switch
+ * (load average 10 → 36), and 80 / 85 (1.063), 0 failed, 1,199 / 1,562 ms in a second run;
+ * `--pools 50`: steady 400, peak 402 (1.005), 0 failed, switch
  * p50 3.6 / p99 10.3 s (load average 30 → 90). With `--held` it stalls until the drain
  * deadline: postgres.js hands each waiting worker's query to a connection that waits for
  * the old generation's budget, and the held transactions end only once every worker has
