@@ -6,7 +6,7 @@
  * atomically, as the kubelet does it. Meanwhile the server's sessions of the two app users
  * are sampled from pg_stat_activity every 5 ms.
  *
- * One JSON line per driver (`--driver pg|knex|generic-pool|all`, default all):
+ * One JSON line per driver (`--driver pg|knex|generic-pool|postgres-js|all`, default all):
  * `steady_connections` (the median sample before the swap), `peak_connections` (the
  * highest sample from the swap until every pool has drained its old generation),
  * `peak_vs_steady` (goal ≤ 1.1), `failed` queries across the fleet (goal 0), and the
@@ -22,6 +22,15 @@
  * (8 workers + 8 held on `max` 10: up to 16 a pool).
  *
  * Run: `node --import tsx bench/fleet-switch.bench.ts [--pools 50] [--driver pg] [--held 8]`.
+ *
+ * postgres.js (`--driver postgres-js`, with its connection budget; one run each, 2 shared
+ * cores): `--pools 10`: steady 80, peak 83 (1.038), 0 failed, switch p50 780 / p99 1,360 ms
+ * (load average 10 → 36), and 80 / 85 (1.063), 0 failed, 1,199 / 1,562 ms in a second run;
+ * `--pools 50`: steady 400, peak 402 (1.005), 0 failed, switch
+ * p50 3.6 / p99 10.3 s (load average 30 → 90). With `--held` it stalls until the drain
+ * deadline: postgres.js hands each waiting worker's query to a connection that waits for
+ * the old generation's budget, and the held transactions end only once every worker has
+ * answered as the new user (see hotload-postgres-js's README, "Known limits").
  */
 
 import { fork } from 'node:child_process';
@@ -47,6 +56,7 @@ const FLEET_DRIVERS: Readonly<Record<string, string>> = {
   pg: 'hotload-pg Pool',
   knex: 'knex',
   'generic-pool': 'generic-pool + raw pg.Client',
+  'postgres-js': 'postgres.js',
 };
 
 /** Messages a pool's process sends its parent. */

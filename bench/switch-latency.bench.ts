@@ -12,6 +12,12 @@
  * Beside each figure, the floor under the same load (`floor_p50_ms`): a new connection's
  * TCP + SCRAM handshake plus `SELECT 1`, which every switch has to pay once to verify the
  * new config. A switch latency near the floor means the lifecycle adds little of its own.
+ * The floor connects the way the driver's library does (`floor_connects_with`): a new
+ * pg connection for hotload-pg, Knex and generic-pool, and for postgres.js a new
+ * `postgres()` connection, which also fetches the server's array types (one more round
+ * trip, as plain postgres.js pays on every new connection) before its `SELECT 1`.
+ * `SWITCH_LATENCY_DRIVERS` (contract-suite names, comma-separated, e.g. `postgres.js`)
+ * runs only those drivers.
  *
  * Where the rest goes (measured with the watcher's `change` and the drivers' `switch`
  * events, medians on this machine): from the swap to the change event about 2 ms (the
@@ -43,6 +49,7 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { writeSecretAtomically } from 'hotload-core';
 import {
   APP_DATABASE,
@@ -55,6 +62,7 @@ import {
   type TestCa,
 } from 'hotload-test-support';
 import pg from 'pg';
+import postgres from 'postgres';
 import { DRIVERS, type Driver, type Subject } from '../test/contract/subjects.js';
 
 const WORKERS = 8;
@@ -112,7 +120,11 @@ interface Rotation {
   /** Labels the JSON line. */
   readonly label: string;
   /** Prepares the next user (not timed) and returns it with its publish, which resolves with the `..data` swap time. */
-  next(): Promise<{ user: string; publish: () => Promise<number>; floor: () => Promise<number> }>;
+  next(): Promise<{
+    user: string;
+    publish: () => Promise<number>;
+    floor: (connect: FloorConnect) => Promise<number>;
+  }>;
   /** The secret folder the driver watches. */
   readonly path: string;
   remove(): void;
@@ -138,8 +150,7 @@ function passwordRotation(cluster: PostgresCluster, passwords: Record<string, st
       return {
         user,
         publish: async () => swapTime((await secret.write(cluster, user as 'app_a', password)).swappedAt),
-        floor: () =>
-          newConnectionMillis(cluster.connectionConfig({ database: APP_DATABASE, user, password })),
+        floor: (connect) => connect(cluster.connectionConfig({ database: APP_DATABASE, user, password })),
       };
     },
   };
@@ -171,7 +182,7 @@ function clientCertRotation(cluster: PostgresCluster, ca: TestCa): Rotation {
       return {
         user,
         publish: async () => swapTime((await writeSecretAtomically(path, files)).swappedAt),
-        floor: () => newConnectionMillis({ ...cluster.connectionConfig({ user, password: '' }), ssl }),
+        floor: (connect) => connect({ ...cluster.connectionConfig({ user, password: '' }), ssl }),
       };
     },
   };
@@ -203,17 +214,22 @@ async function measure(driver: Driver, rotation: Rotation): Promise<void> {
   const idle = await idleSwitches(subject, rotation);
   const load = new SwitchWatchingLoad(subject);
   const latencies: number[] = [];
-  const floor: number[] = [];
+  const floors: number[] = [];
   const floorAlone: number[] = [];
+  /** Swap → the driver's `switch` event (detection and verify), under load. */
+  const switchEvents: number[] = [];
   for (let sample = 0; sample < SWITCHES; sample++) {
-    const { user, publish, floor: floorOf } = await rotation.next();
+    const { user, publish, floor } = await rotation.next();
+    const floorOf = () => floor(floorConnectOf(driver));
     const answered = load.firstAnswerAs(user);
+    const switchedAt = once(subject.events, 'switch').then(() => performance.now());
     const swapped = await publish();
     // The floor at the same moment: started at the swap, it competes with the switch and
     // the load for the same two cores, as the switch's own verify connection does.
     const concurrentFloor = floorOf();
     latencies.push((await answered) - swapped);
-    floor.push(await concurrentFloor);
+    switchEvents.push((await switchedAt) - swapped);
+    floors.push(await concurrentFloor);
     // The floor as this bench measured it before: alone, once the switch is over.
     floorAlone.push(await floorOf());
   }
@@ -232,8 +248,10 @@ async function measure(driver: Driver, rotation: Rotation): Promise<void> {
       idle_p99_ms: ms(percentile(idle, 0.99)),
       load_p50_ms: ms(percentile(latencies, 0.5)),
       load_p99_ms: ms(percentile(latencies, 0.99)),
-      load_floor_p50_ms: ms(percentile(floor, 0.5)),
-      load_vs_floor: Number((percentile(latencies, 0.5) / percentile(floor, 0.5)).toFixed(2)),
+      load_switch_event_p50_ms: ms(percentile(switchEvents, 0.5)),
+      floor_connects_with: floorConnectOf(driver) === newPgConnectionMillis ? 'pg.Client' : 'postgres.js',
+      load_floor_p50_ms: ms(percentile(floors, 0.5)),
+      load_vs_floor: Number((percentile(latencies, 0.5) / percentile(floors, 0.5)).toFixed(2)),
       alone_floor_p50_ms: ms(percentile(floorAlone, 0.5)),
       load_vs_alone_floor: Number((percentile(latencies, 0.5) / percentile(floorAlone, 0.5)).toFixed(2)),
     }),
@@ -241,6 +259,8 @@ async function measure(driver: Driver, rotation: Rotation): Promise<void> {
 }
 
 const cases = new Set((process.env.SWITCH_LATENCY_CASES ?? 'password,tls-client-cert').split(','));
+/** Drivers to run, by their contract-suite name (`SWITCH_LATENCY_DRIVERS=postgres.js`); all by default. */
+const driverNames = process.env.SWITCH_LATENCY_DRIVERS?.split(',');
 const passwords = { app_a: newPassword(), app_b: newPassword() };
 const cluster = await startCluster();
 const ca = await createTestCa('switch-latency bench CA');
@@ -253,6 +273,7 @@ try {
   await tlsCluster.query('CREATE ROLE cert_a LOGIN');
   await tlsCluster.query('CREATE ROLE cert_b LOGIN');
   for (const driver of DRIVERS) {
+    if (driverNames !== undefined && !driverNames.includes(driver.name)) continue;
     if (cases.has('password')) await measure(driver, passwordRotation(cluster, passwords));
     if (cases.has('tls-client-cert')) await measure(driver, clientCertRotation(tlsCluster, ca));
   }
@@ -260,13 +281,59 @@ try {
   await Promise.all([cluster.stop(), tlsCluster.stop()]);
 }
 
-/** A new connection (TCP, SCRAM or a TLS handshake with a client certificate) and one query, timed: the floor of a switch. */
-async function newConnectionMillis(config: pg.ClientConfig): Promise<number> {
+/** Times one new connection and one query with `config`: the floor of a switch. */
+type FloorConnect = (config: pg.ClientConfig) => Promise<number>;
+
+/**
+ * How the floor connects for `driver`: the way the driver's library opens a connection.
+ * postgres.js fetches the server's array types on every new connection (unless
+ * `fetch_types: false`), one more round trip and a pg_type scan before its first query,
+ * so its floor is a new `postgres()` connection and its first query; the others open
+ * pg connections.
+ */
+function floorConnectOf(driver: Driver): FloorConnect {
+  return driver.name === 'postgres.js' ? newPostgresJsConnectionMillis : newPgConnectionMillis;
+}
+
+/** A new pg connection (TCP, SCRAM or a TLS handshake with a client certificate) and one query, timed. */
+async function newPgConnectionMillis(config: pg.ClientConfig): Promise<number> {
   const started = performance.now();
   const client = new pg.Client(config);
   await client.connect();
   await client.query('SELECT 1');
   const took = performance.now() - started;
   await client.end();
+  return took;
+}
+
+/**
+ * A new postgres.js connection and one query, timed: its handshake, its array-type fetch
+ * and `SELECT 1`, as plain postgres.js pays them on a new connection. TLS is checked
+ * against the host connected to, as hotload-postgres-js does (postgres.js gives Node no
+ * server name for an IP address).
+ */
+async function newPostgresJsConnectionMillis(config: pg.ClientConfig): Promise<number> {
+  const host = String(config.host);
+  const tlsOptions = typeof config.ssl === 'object' ? config.ssl : undefined;
+  const sql = postgres({
+    host,
+    port: Number(config.port),
+    user: String(config.user),
+    password: String(config.password ?? ''),
+    database: String(config.database),
+    max: 1,
+    ...(tlsOptions === undefined
+      ? {}
+      : {
+          ssl: {
+            ...tlsOptions,
+            checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(host, cert),
+          },
+        }),
+  });
+  const started = performance.now();
+  await sql`SELECT 1`;
+  const took = performance.now() - started;
+  await sql.end();
   return took;
 }

@@ -1,10 +1,10 @@
 import type { ForceClosedError } from 'hotload-core';
-import type { QueryHandle } from './postgres-js-internals.js';
+import type { PostgresJsQuery } from './postgres-js-internals.js';
 
 /** What hotload follows of one generation's queries (kept off the public `PostgresGeneration`). */
 export interface FollowState {
   /** Queries handed out through hotload's `sql` (and its reserved and transaction `sql`s) now running. */
-  readonly running: Set<QueryHandle>;
+  readonly running: Set<PostgresJsQuery>;
   /** Set at the drain deadline: what still fails on the generation fails with it. */
   forceClosed: ForceClosedError | undefined;
 }

@@ -1,7 +1,13 @@
 import { type CredentialWaitLifecycle, checkoutWithCredentialWait, isCredentialFailure } from 'hotload-core';
-import { followStateOf } from './follow-state.js';
+import { RetiredBeforeConnectError } from './budgeted-socket.js';
+import { type FollowState, followStateOf } from './follow-state.js';
 import type { PostgresGeneration } from './postgres-js-driver.js';
-import { asQueryHandle, type QueryHandle } from './postgres-js-internals.js';
+import {
+  observeQuery,
+  type PostgresJsQuery,
+  type QueryObserver,
+  sendQueryTo,
+} from './postgres-js-internals.js';
 
 /**
  * The generation to retry on after `error` on `generation`: the lifecycle's bounded
@@ -16,6 +22,17 @@ export function isRefusedLogin(error: unknown): error is Error {
 }
 
 /**
+ * A failure before any statement ran that another generation can take over: a refused
+ * login, or a connection of a retired generation that the budget never let open.
+ */
+export function runsAgainElsewhere(error: unknown): error is Error {
+  return error instanceof RetiredBeforeConnectError || isRefusedLogin(error);
+}
+
+/** Told of a followed query's final failure, with the generation it was handed out on. */
+export type ReportFailure = (generation: PostgresGeneration, error: Error) => void;
+
+/**
  * Follows one postgres.js query handed out on `generation` (a value that is not a query,
  * like a helper fragment, is left alone):
  *
@@ -25,31 +42,75 @@ export function isRefusedLogin(error: unknown): error is Error {
  * - a login refused for its credentials (the password changed in the database a moment
  *   before the secret) waits for the new secret's generation (`next`, bounded by
  *   `credentialWaitMillis`) and runs there; it fails with the refused login's error if
- *   none comes. Any other failure is postgres.js's own.
+ *   none comes. A query whose generation was retired while its connection waited for
+ *   the connection budget runs on the serving generation. Any other failure is
+ *   postgres.js's own;
+ * - its final failure goes to `report` (the lifecycle's `reportError`: a lost connection
+ *   may mean the primary moved).
  */
-export function followQuery(value: unknown, generation: PostgresGeneration, next: NextGeneration): void {
-  const query = asQueryHandle(value);
-  if (query === undefined) return;
-  let on = generation;
-  let running: Set<QueryHandle> | undefined;
-  query.onSent(() => {
-    running?.delete(query);
-    running = followStateOf(on).running;
-    running.add(query);
-  });
-  query.onSettled(() => running?.delete(query));
-  query.interceptFailure((error, reject) => {
-    const { forceClosed } = followStateOf(on);
-    if (forceClosed !== undefined) return reject(forceClosed);
-    if (!isRefusedLogin(error)) return reject(error);
-    next(on, error).then(
+export function followQuery(
+  value: unknown,
+  generation: PostgresGeneration,
+  next: NextGeneration,
+  report?: ReportFailure,
+): void {
+  const followed = new FollowedQuery(generation, next, report);
+  followed.query = observeQuery(value, followed);
+}
+
+/** One followed query's state; its methods are what postgres.js's hooks call. */
+class FollowedQuery implements QueryObserver {
+  query: PostgresJsQuery | undefined;
+  /** The generation it runs on now. */
+  #on: PostgresGeneration;
+  #state: FollowState;
+  /** The `running` set it is in, while it runs. */
+  #running: Set<PostgresJsQuery> | undefined;
+
+  constructor(
+    readonly origin: PostgresGeneration,
+    readonly next: NextGeneration,
+    readonly report: ReportFailure | undefined,
+  ) {
+    this.#on = origin;
+    this.#state = followStateOf(origin);
+  }
+
+  sent(): void {
+    const query = this.query!;
+    this.#running?.delete(query);
+    this.#running = this.#state.running;
+    this.#running.add(query);
+  }
+
+  settled(): void {
+    this.#running?.delete(this.query!);
+  }
+
+  failed(error: unknown, reject: (error: unknown) => void): void {
+    const { forceClosed } = this.#state;
+    if (forceClosed !== undefined) {
+      this.#fail(forceClosed, reject);
+      return;
+    }
+    if (!runsAgainElsewhere(error)) {
+      this.#fail(error, reject);
+      return;
+    }
+    this.next(this.#on, error).then(
       (serving) => {
-        on = serving;
-        query.sendTo(serving.sql);
+        this.#on = serving;
+        this.#state = followStateOf(serving);
+        sendQueryTo(this.query!, serving.sql, this);
       },
-      () => reject(error),
+      () => this.#fail(error, reject),
     );
-  });
+  }
+
+  #fail(error: unknown, reject: (error: unknown) => void): void {
+    if (this.report !== undefined && error instanceof Error) this.report(this.origin, error);
+    reject(error);
+  }
 }
 
 /**
@@ -67,6 +128,6 @@ export function retryRefusedLogin<T>(
   return checkoutWithCredentialWait(lifecycle, {
     from: generation,
     checkout: run,
-    retryable: (error) => isRefusedLogin(error) && !started(),
+    retryable: (error) => runsAgainElsewhere(error) && !started(),
   });
 }

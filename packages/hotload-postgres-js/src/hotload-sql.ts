@@ -1,6 +1,6 @@
 import { GenerationManager, type LifecycleOptions, resolveLifecycleOptions } from 'hotload-core';
 import type postgres from 'postgres';
-import { followQuery, type NextGeneration, retryRefusedLogin } from './followed-query.js';
+import { followQuery, type NextGeneration, type ReportFailure, retryRefusedLogin } from './followed-query.js';
 import { type PostgresGeneration, PostgresJsDriver } from './postgres-js-driver.js';
 import type { PostgresOptions } from './postgres-options.js';
 import { reportFailures } from './report-failures.js';
@@ -62,9 +62,11 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
   const reported = <T>(generation: PostgresGeneration, value: T): T =>
     reportFailures(value, (error) => manager.reportError(generation, error));
   const next: NextGeneration = (generation, error) => manager.awaitCredentialChange(generation, error);
+  const report: ReportFailure = (generation, error) => manager.reportError(generation, error);
+  // A query reports its own failure (see followQuery): one wrapper less on every query.
   const query = <T>(generation: PostgresGeneration, value: T): T => {
-    followQuery(value, generation, next);
-    return reported(generation, value);
+    followQuery(value, generation, next, report);
+    return value;
   };
   const calledAgain = (generation: PostgresGeneration, property: string | symbol, args: unknown[]) => {
     // A callback that ran (a transaction's body) makes a later failure the user's, not a login's.

@@ -1,12 +1,15 @@
-import type {
-  ConnectionConfig,
-  ForceClosedError,
-  GenerationDriver,
-  HostPort,
-  VerifySession,
+import {
+  ConnectionBudget,
+  type ConnectionConfig,
+  type ForceClosedError,
+  type GenerationDriver,
+  type HostPort,
+  type VerifySession,
 } from 'hotload-core';
 import postgres from 'postgres';
+import { BudgetedSockets, type SocketFactory, withCancelsUnbudgeted } from './budgeted-socket.js';
 import { followStateOf } from './follow-state.js';
+import { cancelQuery } from './postgres-js-internals.js';
 import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
 
 /** One generation: one `postgres()` instance. */
@@ -32,12 +35,18 @@ export interface PostgresGeneration {
 
 /** The drain of each generation once started (`sql.end(...)`, once). */
 const drains = new WeakMap<PostgresGeneration, Promise<void>>();
+/** Each generation's connections, counted against the hotload sql's budget. */
+const socketsOf = new WeakMap<PostgresGeneration, BudgetedSockets>();
 
-/** Starts `generation`'s `sql.end({ timeout })` once; later calls return the same promise. */
+/**
+ * Starts `generation`'s `sql.end({ timeout })` once (after its connections waiting for
+ * budget have failed); later calls return the same promise.
+ */
 function endOnce(generation: PostgresGeneration, timeoutSeconds: number): Promise<void> {
   let drain = drains.get(generation);
   if (drain === undefined) {
-    drain = generation.sql.end({ timeout: timeoutSeconds });
+    const retired = socketsOf.get(generation)?.retire(generation.id) ?? Promise.resolve();
+    drain = retired.then(() => generation.sql.end({ timeout: timeoutSeconds }));
     drains.set(generation, drain);
   }
   return drain;
@@ -57,19 +66,33 @@ export class PostgresJsDriver
   implements GenerationDriver<PostgresGeneration, postgres.ReservedSql, PostgresGeneration>
 {
   #serving: PostgresGeneration | undefined;
+  /**
+   * The connections of every generation against `max` (postgres.js's default 10), plus
+   * the verify connection: at most `max + 1` across a switch. Each generation's instance
+   * opens its connections through the `socket` option, which waits for this budget.
+   */
+  readonly budget: ConnectionBudget;
 
   constructor(
     private readonly options: PostgresOptions,
     private readonly drainTimeoutMillis: number,
-  ) {}
+  ) {
+    this.budget = new ConnectionBudget(() => options.max ?? DEFAULT_MAX);
+  }
 
   /**
    * Builds a `postgres()` instance for `config` on `host` (not connected yet: postgres.js
-   * connects lazily). It starts with the serving generation's `options.parsers` and
-   * `options.serializers`, so a switch keeps how values are read and written.
+   * connects lazily). It starts with the serving generation's `options.parsers`,
+   * `options.serializers` and array types, so a switch keeps how values are read and
+   * written.
    */
   build(config: ConnectionConfig, host: HostPort, id: number): PostgresGeneration {
-    const sql = postgres(toPostgresOptions(this.options, config, host));
+    const sockets = new BudgetedSockets(this.budget, applicationSocket(this.options));
+    const sql = postgres({
+      ...toPostgresOptions(this.options, config, host),
+      socket: sockets.factory,
+    } as PostgresOptions);
+    sockets.belongTo(sql.options);
     carryTypeHandlers(this.#serving?.sql, sql);
     const generation: PostgresGeneration = {
       id,
@@ -81,11 +104,17 @@ export class PostgresJsDriver
         return drains.get(generation);
       },
     };
+    socketsOf.set(generation, sockets);
     return generation;
   }
 
-  /** Verifies `candidate` on one reserved connection (`sql.reserve()`), released afterwards. */
+  /**
+   * Verifies `candidate` on one reserved connection (`sql.reserve()`, its instance's
+   * first, opened beyond the budget as its `+ 1`), released afterwards: the connection the
+   * generation then serves with first (one handshake per switch).
+   */
   async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
+    socketsOf.get(candidate)?.verifyNext();
     const reserved = await candidate.sql.reserve();
     return {
       client: reserved,
@@ -120,7 +149,9 @@ export class PostgresJsDriver
   forceClose(generation: PostgresGeneration, _connection: PostgresGeneration, error: ForceClosedError): void {
     const state = followStateOf(generation);
     state.forceClosed = error;
-    for (const query of state.running) query.cancel();
+    withCancelsUnbudgeted(() => {
+      for (const query of state.running) cancelQuery(query);
+    });
     state.running.clear();
   }
 
@@ -129,10 +160,19 @@ export class PostgresJsDriver
     await endOnce(candidate, 0);
   }
 
-  /** postgres.js keeps its connection count to itself. */
-  count(): number {
-    return 0;
+  /** The generation's connections open (or closing), as its `socket` option counted them. */
+  count(generation: PostgresGeneration): number {
+    return socketsOf.get(generation)?.open ?? 0;
   }
+}
+
+/** postgres.js's default `max`. */
+const DEFAULT_MAX = 10;
+
+/** The application's own `socket` option (untyped in postgres.js's types), which the budget wraps. */
+function applicationSocket(options: PostgresOptions): SocketFactory | undefined {
+  const socket: unknown = (options as { socket?: unknown }).socket;
+  return typeof socket === 'function' ? (socket as SocketFactory) : undefined;
 }
 
 /**
@@ -145,4 +185,14 @@ function carryTypeHandlers(from: postgres.Sql | undefined, to: postgres.Sql): vo
   if (from === undefined) return;
   Object.assign(to.options.parsers, from.options.parsers);
   Object.assign(to.options.serializers, from.options.serializers);
+  // Element type → array type, which `sql.array()` reads: postgres.js fills it only for array
+  // types it has no parser for yet, so the carried parsers would leave it empty.
+  Object.assign(sharedOf(to).typeArrayMap, sharedOf(from).typeArrayMap);
+}
+
+/** postgres.js's per-instance `options.shared` (3.x; not in its types). */
+function sharedOf(sql: postgres.Sql): { typeArrayMap: Record<number, number> } {
+  const shared = (sql.options as { shared?: { typeArrayMap?: Record<number, number> } }).shared;
+  if (shared?.typeArrayMap === undefined) return { typeArrayMap: {} };
+  return shared as { typeArrayMap: Record<number, number> };
 }

@@ -12,7 +12,7 @@
  * there and never run: postgres.js queries are lazy) and calling the handler sends the
  * very same query there, with every modifier the holder applied (`.values()`, `.raw()`,
  * `.simple()`, `.describe()`, `.forEach()`, ...). If these members vanish,
- * {@link asQueryHandle} returns `undefined`: the query is neither tracked, cancelled nor
+ * {@link observeQuery} returns `undefined`: the query is neither tracked, cancelled nor
  * retried, and fails as postgres.js fails it.
  */
 import type postgres from 'postgres';
@@ -26,81 +26,93 @@ interface QueryInternals {
   canceller: ((query: QueryInternals) => Promise<void>) | null;
 }
 
-/** One postgres.js query, seen through the members above. */
-export interface QueryHandle {
-  /** Calls `sent` each time the query is handed to an instance to run (after a {@link sendTo} too); one listener. */
-  onSent(sent: () => void): void;
-  /** Calls `settled` when postgres.js resolves or rejects the query. */
-  onSettled(settled: () => void): void;
-  /** Replaces how the query fails: `intercept` decides, given postgres.js's own `reject`. */
-  interceptFailure(intercept: (error: unknown, reject: (error: unknown) => void) => void): void;
-  /** Sends the query again, to `sql`'s instance. */
-  sendTo(sql: postgres.Sql): void;
-  /**
-   * What postgres.js's `query.cancel()` does (a cancel request while it runs on a
-   * connection, or its removal from the queue), except that a cancel request that cannot
-   * be delivered is ignored: `query.cancel()` drops that promise, whose rejection would be
-   * unhandled.
-   */
-  cancel(): void;
+/** One postgres.js query (opaque outside this module: see {@link observeQuery}). */
+export type PostgresJsQuery = object & { readonly __postgresJsQuery: unique symbol };
+
+/**
+ * What {@link observeQuery} calls for one query. One object per query, so that following
+ * a query makes no closure per hook (these run on every query: issue 29 counted them).
+ */
+export interface QueryObserver {
+  /** The query is handed to an instance to run (each time, after a {@link sendQueryTo} too). */
+  sent(): void;
+  /** postgres.js resolved the query, or `reject` below rejected it. */
+  settled(): void;
+  /** postgres.js fails the query with `error`: reject it (`reject`), or send it elsewhere. */
+  failed(error: unknown, reject: (error: unknown) => void): void;
 }
+
+/** The prototype of the last value found to be a postgres.js query: later ones are recognised by it. */
+let knownQueryPrototype: object | undefined;
 
 function hasQueryInternals(value: unknown): value is QueryInternals {
   if (typeof value !== 'object' || value === null) return false;
+  const prototype: unknown = Object.getPrototypeOf(value);
+  // Every query of one postgres.js copy is made by the same constructor, which sets these
+  // members: checking its prototype spares four property checks on every query.
+  if (prototype === knownQueryPrototype) return true;
   const candidate = value as Partial<QueryInternals>;
-  return (
+  const isQuery =
     Object.hasOwn(value, 'handler') &&
     Object.hasOwn(value, 'resolve') &&
     Object.hasOwn(value, 'reject') &&
     typeof candidate.handler === 'function' &&
-    Object.hasOwn(value, 'canceller')
-  );
+    Object.hasOwn(value, 'canceller');
+  if (isQuery && typeof prototype === 'object' && prototype !== null) knownQueryPrototype = prototype;
+  return isQuery;
 }
 
-/** `value` as a {@link QueryHandle}, or `undefined` if it is not a postgres.js query. */
-export function asQueryHandle(value: unknown): QueryHandle | undefined {
+/**
+ * Makes `observer` see `value` run, settle and fail, if it is a postgres.js query (a
+ * fragment nested in another query never runs); returns it, or `undefined` for any other
+ * value (then nothing is followed).
+ */
+export function observeQuery(value: unknown, observer: QueryObserver): PostgresJsQuery | undefined {
   if (!hasQueryInternals(value)) return undefined;
   const query = value;
-  let sent = (): void => {};
-  const observed =
-    (handler: QueryInternals['handler']): QueryInternals['handler'] =>
-    (self) => {
-      sent();
-      handler(self);
-    };
-  query.handler = observed(query.handler);
-  return {
-    onSent(listener) {
-      sent = listener;
-    },
-    onSettled(settled) {
-      const { resolve, reject } = query;
-      query.resolve = (value) => {
-        settled();
-        resolve(value);
-      };
-      query.reject = (error) => {
-        settled();
-        reject(error);
-      };
-    },
-    interceptFailure(intercept) {
-      const reject = query.reject;
-      query.reject = (error) => intercept(error, reject);
-    },
-    sendTo(sql) {
-      const donor = sql.unsafe('') as unknown as QueryInternals;
-      query.handler = observed(donor.handler);
-      query.canceller = donor.canceller;
-      query.handler(query);
-    },
-    cancel() {
-      const canceller = query.canceller;
-      if (typeof canceller !== 'function') return;
-      query.canceller = null;
-      canceller(query).catch(() => {});
-    },
+  const { resolve, reject } = query;
+  query.handler = observed(query.handler, observer);
+  query.resolve = (result) => {
+    observer.settled();
+    resolve(result);
   };
+  const settle = (error: unknown): void => {
+    observer.settled();
+    reject(error);
+  };
+  query.reject = (error) => observer.failed(error, settle);
+  return query as unknown as PostgresJsQuery;
+}
+
+/** An instance's dispatcher that tells `observer` first. */
+function observed(handler: QueryInternals['handler'], observer: QueryObserver): QueryInternals['handler'] {
+  return (self) => {
+    observer.sent();
+    handler(self);
+  };
+}
+
+/** Sends `query` again, to `sql`'s instance, still seen by `observer`. */
+export function sendQueryTo(query: PostgresJsQuery, sql: postgres.Sql, observer: QueryObserver): void {
+  const internals = query as unknown as QueryInternals;
+  const donor = sql.unsafe('') as unknown as QueryInternals;
+  internals.handler = observed(donor.handler, observer);
+  internals.canceller = donor.canceller;
+  internals.handler(internals);
+}
+
+/**
+ * What postgres.js's `query.cancel()` does (a cancel request while it runs on a
+ * connection, or its removal from the queue), except that a cancel request that cannot be
+ * delivered is ignored: `query.cancel()` drops that promise, whose rejection would be
+ * unhandled.
+ */
+export function cancelQuery(query: PostgresJsQuery): void {
+  const internals = query as unknown as QueryInternals;
+  const canceller = internals.canceller;
+  if (typeof canceller !== 'function') return;
+  internals.canceller = null;
+  canceller(internals).catch(() => {});
 }
 
 /**
