@@ -69,6 +69,13 @@ import {
   startKubeTestBed,
 } from 'hotload-test-support';
 import pg from 'pg';
+import { type PhaseConditions, settleDisk, watchConditions } from './support/machine-conditions.js';
+import {
+  type ServerActivity,
+  serverSettings,
+  settingsDiffer,
+  watchServer,
+} from './support/server-activity.js';
 
 const CLAIMS = Number(process.env.CLAIMS ?? 1000);
 const WORKERS = 8;
@@ -526,14 +533,18 @@ function statementsPerClaim(statements: readonly LoggedStatement[]) {
  * replayed on a fresh cluster of the same kind by WORKERS connections, one claim at a time
  * each, with nothing else: no reads, no verify login, no secrets, no status.
  */
-async function floorRun(
-  claims: readonly string[][],
-): Promise<{ seconds: number; statements: LoggedStatement[] }> {
+async function floorRun(claims: readonly string[][]): Promise<FloorRun> {
+  settleDisk();
   const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
   const clients = Array.from({ length: WORKERS }, () => new pg.Client(cluster.connectionConfig()));
   try {
     await Promise.all(clients.map((client) => client.connect()));
+    const settings = await serverSettings(cluster);
+    const conditions = watchConditions();
+    const server = await watchServer(cluster);
     let next = 0;
+    const cpuBefore = process.cpuUsage();
+    const serversBefore = descendantCpuSeconds();
     const started = performance.now();
     await Promise.all(
       clients.map(async (client) => {
@@ -543,8 +554,16 @@ async function floorRun(
       }),
     );
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
     return {
       seconds,
+      cpu: {
+        bench_process: round((cpu.user + cpu.system) / 1e6),
+        ...cpuDelta(serversBefore, descendantCpuSeconds()),
+      },
+      conditions: conditions(),
+      server: await server(),
+      settings,
       statements: loggedStatements(readFileSync(join(cluster.runDir, 'server.log'), 'utf8')),
     };
   } finally {
@@ -552,6 +571,20 @@ async function floorRun(
     await cluster.stop();
   }
 }
+
+/** One measured phase (a floor replay or a folder pass) and what surrounded it. */
+interface PhaseRun {
+  readonly seconds: number;
+  /** CPU seconds of the bench process and of the server's processes during the phase. */
+  readonly cpu: Record<string, number>;
+  readonly conditions: PhaseConditions;
+  readonly server: ServerActivity;
+  /** The cluster's non-default settings (to show the folder's and the floor's are alike). */
+  readonly settings: Record<string, string>;
+  readonly statements: LoggedStatement[];
+}
+
+type FloorRun = PhaseRun;
 
 /**
  * Wall milliseconds per claim from each announced step (`create-database`, `set-password`,
@@ -592,13 +625,10 @@ class StepTimes {
  * One folder-mode pass over CLAIMS claims on a fresh cluster that logs every statement
  * (a line per statement: small beside CREATE DATABASE, and it only slows the folder pass).
  */
-async function folderRun(work: string): Promise<{
-  seconds: number;
-  cpu: Record<string, number>;
-  statements: LoggedStatement[];
-  stepMillis: Record<string, number>;
-}> {
+async function folderRun(work: string): Promise<FolderRun> {
+  settleDisk();
   const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
+  const outputDir = await mkdtemp(join(work, 'out-'));
   try {
     const yaml = Array.from(
       { length: CLAIMS },
@@ -609,19 +639,23 @@ async function folderRun(work: string): Promise<{
     const steps = new StepTimes();
     const reconciler = new Reconciler({
       config: await configFor(cluster, work),
-      outputDir: join(work, 'out'),
+      outputDir,
       concurrency: WORKERS,
       onStep: steps.onStep,
       onOutcome: steps.onOutcome,
     });
+    const settings = await serverSettings(cluster);
     const cpuBefore = process.cpuUsage();
     const serversBefore = descendantCpuSeconds();
     const logStart = readFileSync(join(cluster.runDir, 'server.log'), 'utf8').length;
+    const conditions = watchConditions();
+    const server = await watchServer(cluster);
     const started = performance.now();
     const { outcomes } = await reconciler.reconcile(claims);
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     const servers = cpuDelta(serversBefore, descendantCpuSeconds());
+    const phase = { conditions: conditions(), server: await server() };
     const failed = outcomes.filter((o) => o.result === 'error');
     if (failed.length > 0) throw new Error(`${failed.length} claims failed: ${failed[0]?.error}`);
     const statements = loggedStatements(
@@ -629,13 +663,85 @@ async function folderRun(work: string): Promise<{
     );
     return {
       seconds,
+      ...phase,
+      settings,
       cpu: { bench_process: round((cpu.user + cpu.system) / 1e6), ...servers },
       statements,
       stepMillis: steps.perClaimMillis(),
     };
   } finally {
     await cluster.stop();
+    // Its secret folders: the next pass starts from an empty output folder too.
+    await rm(outputDir, { recursive: true, force: true });
   }
+}
+
+interface FolderRun extends PhaseRun {
+  readonly stepMillis: Record<string, number>;
+}
+
+/** A phase's figures as printed: seconds, the machine's and the server's conditions. */
+function phaseFigures(name: string, phase: PhaseRun) {
+  return {
+    phase: name,
+    seconds: round(phase.seconds, 3),
+    cpu_seconds: round(cpuSeconds(phase)),
+    ...phase.conditions,
+    ...phase.server,
+  };
+}
+
+/** CPU seconds of a phase: the bench process's (the reconciler or the replayer) and the server's. */
+const cpuSeconds = (phase: PhaseRun) => Object.values(phase.cpu).reduce((sum, seconds) => sum + seconds, 0);
+
+/**
+ * FLOOR_ONLY: ROUNDS rounds of a folder pass then the floor, each on a fresh cluster after
+ * `sync` (the first pass's statements are the floor's). On a machine whose load changes from
+ * minute to minute a floor is only comparable with the passes beside it: the ratio divides
+ * the passes' mean by the floors' mean, and each round's ratio is printed too, with every
+ * phase's load and stalls, so a ratio moved by the machine shows as such.
+ */
+async function folderAgainstFloor(work: string): Promise<void> {
+  const rounds = Number(process.env.ROUNDS ?? 2);
+  const folders: FolderRun[] = [];
+  const floors: FloorRun[] = [];
+  let writes: string[][] | undefined;
+  for (let n = 0; n < rounds; n++) {
+    const folder = await folderRun(work);
+    writes ??= writesByClaim(folder.statements);
+    folders.push(folder);
+    floors.push(await floorRun(writes));
+  }
+  const sum = (values: readonly number[]) => values.reduce((total, value) => total + value, 0);
+  const mean = (runs: readonly PhaseRun[]) => sum(runs.map((run) => run.seconds)) / runs.length;
+  const [folder, floor] = [folders[0]!, floors[0]!];
+  console.log(
+    JSON.stringify({
+      bench: 'controller-1000',
+      result: 'floor',
+      claims: CLAIMS,
+      workers: WORKERS,
+      rounds,
+      floor_seconds: round(mean(floors), 3),
+      folder_pass_seconds: round(mean(folders), 3),
+      folder_ratio_to_floor: round(mean(folders) / mean(floors)),
+      round_ratios: folders.map((run, i) => round(run.seconds / floors[i]!.seconds)),
+      // CPU-bound on 2 shared cores: the CPU both used moves less with the machine's load than wall time.
+      folder_cpu_ratio_to_floor: round(sum(folders.map(cpuSeconds)) / sum(floors.map(cpuSeconds))),
+      goal: 1.5,
+      // Both kinds of cluster are started alike; this names any setting that is not.
+      settings_differ: settingsDiffer(folder.settings, floor.settings),
+      phases: folders.flatMap((run, i) => [
+        phaseFigures(`folder ${i + 1}`, run),
+        phaseFigures(`floor ${i + 1}`, floors[i]!),
+      ]),
+      folder_statements_per_claim: statementsPerClaim(folder.statements),
+      floor_statements_per_claim: statementsPerClaim(floor.statements),
+      folder_pass_cpu_seconds: folders.map((run) => run.cpu),
+      floor_cpu_seconds: floors.map((run) => run.cpu),
+      folder_step_wall_ms_per_claim: folder.stepMillis,
+    }),
+  );
 }
 
 const located = locateControlPlane();
@@ -649,24 +755,7 @@ const work = await mkdtemp(join(tmpdir(), 'controller-bench-'));
 if (process.env.FLOOR_ONLY === '1') {
   // For iterating on the folder mode: its pass and the floor only, no control plane.
   try {
-    const folder = await folderRun(work);
-    const floor = await floorRun(writesByClaim(folder.statements));
-    const floorSeconds = floor.seconds;
-    console.log(
-      JSON.stringify({
-        bench: 'controller-1000',
-        result: 'floor',
-        claims: CLAIMS,
-        workers: WORKERS,
-        floor_seconds: round(floorSeconds, 3),
-        folder_pass_seconds: round(folder.seconds, 3),
-        folder_ratio_to_floor: round(folder.seconds / floorSeconds),
-        folder_statements_per_claim: statementsPerClaim(folder.statements),
-        floor_statements_per_claim: statementsPerClaim(floor.statements),
-        folder_pass_cpu_seconds: folder.cpu,
-        folder_step_wall_ms_per_claim: folder.stepMillis,
-      }),
-    );
+    await folderAgainstFloor(work);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
