@@ -6,7 +6,9 @@
  * both sides, once per claim, which is most of what a reconcile adds to its statements.
  *
  * Only a session that reported its lock released is kept; anything else ends the session,
- * which releases whatever it held. Idle sessions are closed after
+ * which releases whatever it held. {@link LockSessions.retire} (the master password was
+ * rotated) ends the idle sessions and keeps none opened before it, so sessions logged in
+ * with a retired password drain as the query pool's do. Idle sessions are closed after
  * {@link IDLE_LOCK_SESSIONS_MILLIS} (a controller keeps no logins open between bursts), and
  * when the server ends one, it is dropped. A kept session that fails when reused is replaced
  * by a new one once, so reuse never turns into an error a fresh session would not have.
@@ -21,6 +23,9 @@ export class LockSessions {
   readonly #idle: Array<{ client: pg.Client; timer: NodeJS.Timeout }> = [];
   /** Sessions kept at least once (each watched once for the server ending it). */
   readonly #kept = new WeakSet<pg.Client>();
+  /** Each session's generation: the {@link LockSessions.retire} count when it was opened. */
+  readonly #generationOf = new WeakMap<pg.Client, number>();
+  #generation = 0;
   #closed = false;
 
   constructor(
@@ -61,7 +66,10 @@ export class LockSessions {
         await end(kept);
       }
     }
+    // Taken before the login: a retire() meanwhile makes this session one not to keep.
+    const generation = this.#generation;
     const client = await this.open();
+    this.#generationOf.set(client, generation);
     try {
       await lock(client);
       return client;
@@ -69,6 +77,15 @@ export class LockSessions {
       await end(client);
       throw error;
     }
+  }
+
+  /**
+   * Ends the idle sessions and keeps none opened before now (those in use end when their
+   * lock is released): they logged in with a master password that was rotated.
+   */
+  retire(): void {
+    this.#generation++;
+    for (const { client } of [...this.#idle]) this.#drop(client);
   }
 
   /** Closes every idle session; later releases close their sessions. */
@@ -91,7 +108,8 @@ export class LockSessions {
   }
 
   #keep(client: pg.Client): void {
-    if (this.#closed || this.#idle.length >= this.maxIdle) {
+    const retired = this.#generationOf.get(client) !== this.#generation;
+    if (this.#closed || retired || this.#idle.length >= this.maxIdle) {
       void end(client);
       return;
     }

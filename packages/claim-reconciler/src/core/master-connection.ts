@@ -54,6 +54,8 @@ export class MasterConnection {
     // Idle clients that lose their server emit 'error' on the pool; the next query reports it.
     this.#pool.on('error', () => {});
     this.#lockSessions = new LockSessions(() => this.#openLockSession(), maxConnections);
+    // A rotated master password: lock sessions logged in with the old one drain too.
+    this.#pool.on('switch', () => this.#lockSessions.retire());
   }
 
   /** The pool (its events: `switch` when a rotated master password is taken, `drained`, ...). */

@@ -1,10 +1,13 @@
 /**
  * Claim advisory locks on kept sessions (`lock-sessions.ts`) against a real PostgreSQL: a
  * released lock's session serves the next claim, the lock is free in between (also after
- * the work failed), a kept session the server ended is replaced without an error, and
- * closing ends the kept sessions.
+ * the work failed), a kept session the server ended is replaced without an error, a
+ * rotated master password retires the kept sessions, and closing ends them.
  */
-import { useReconcilerCluster } from 'hotload-test-support/claims';
+import { join } from 'node:path';
+import { AtomicSecretWriter } from 'hotload-core';
+import { nextEvent } from 'hotload-test-support';
+import { tempDir, useReconcilerCluster } from 'hotload-test-support/claims';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ADVISORY_LOCK_NAMESPACE, MasterConnection } from '../../src/core/master-connection.js';
@@ -97,6 +100,42 @@ describe('claim lock sessions', () => {
     );
     expect(next).toBeTypeOf('number');
     expect(next).not.toBe(kept);
+  });
+
+  it('retire the kept sessions when the master password is rotated', async () => {
+    const { observer } = await setUp();
+    const work = await tempDir('lock-rotation-');
+    try {
+      const secret = new AtomicSecretWriter(join(work.path, 'master'));
+      await secret.write({ password: 'first-lock-master-1' });
+      await suite.cluster.query("CREATE ROLE lock_rotating SUPERUSER LOGIN PASSWORD 'first-lock-master-1'");
+      const [label, base] = [...suite.config.fragmentKeys][0]!;
+      const fragment = {
+        ...base,
+        username: 'lock_rotating',
+        password: { kind: 'file' as const, path: join(work.path, 'master', 'password') },
+      };
+      await master?.close();
+      master = new MasterConnection({ label, host: fragment.host, port: fragment.port, fragment }, 2);
+      await master.query('SELECT 1');
+      const before = await master.withAdvisoryLock('claim-users:rotation', () =>
+        holderOf(observer, 'claim-users:rotation'),
+      );
+      const switched = nextEvent(master.pool, 'switch');
+      await suite.cluster.query("ALTER ROLE lock_rotating PASSWORD 'second-lock-master-2'");
+      await secret.write({ password: 'second-lock-master-2' });
+      await switched;
+      const after = await master.withAdvisoryLock('claim-users:rotation', () =>
+        holderOf(observer, 'claim-users:rotation'),
+      );
+      expect(after).toBeTypeOf('number');
+      expect(after).not.toBe(before);
+    } finally {
+      await master?.close();
+      masterClosed = true;
+      await suite.cluster.query('DROP ROLE lock_rotating');
+      await work.cleanup();
+    }
   });
 
   it('end the kept sessions on close', async () => {
