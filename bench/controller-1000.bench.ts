@@ -19,11 +19,21 @@
  * log line per statement), replayed by WORKERS connections on a fresh cluster with nothing
  * else; printed with both modes' ratio to it (goal ≤ 1.5), statements and server ms per
  * claim by kind for the folder pass, the controller and the floor, and the folder pass's
- * wall ms per step. FLOOR_ONLY=1 runs the folder pass and the floor only (no control plane).
- * One run of `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` on 2 cores shared
- * with other work (load average about 30): floor 54.0 s, folder 147.6 s (2.73×), controller
- * 185.4 s (3.43×); `CLAIMS=200`: floor 34.3 s, folder 37.4 s (1.09×), controller 30.3 s
- * (0.88×). The floor is almost all CREATE DATABASE, whose time swings with the disk.
+ * wall ms per step.
+ *
+ * FLOOR_ONLY=1 runs, without the control plane, ROUNDS (default 2) rounds of a folder pass
+ * then the floor, each phase on a fresh cluster with the same settings after `sync`, and
+ * divides the passes' mean by the floors' mean: on 2 shared cores a floor measured minutes
+ * from its pass is not comparable. Each phase prints its load average, PSI CPU/IO stall
+ * seconds, CPU seconds, CREATE DATABASE concurrency and wait events, checkpoints and WAL;
+ * `settings_differ` names any server setting the folder and floor clusters do not share.
+ * `CLAIMS=1000 FLOOR_ONLY=1 node --import tsx bench/controller-1000.bench.ts`, load average
+ * 5-14, after lock sessions were kept (d9e055a): floors 59.8 and 75.6 s, passes 133.1 and
+ * 77.1 s, 1.55x (rounds 2.23 and 1.02; CPU 1.49x); before (c3a4c26): floors 59.4 and 96.6 s,
+ * passes 122.6 and 116.1 s, 1.53x (rounds 2.06 and 1.20). Every phase was CPU-bound (PSI
+ * cpu stall 94-99 % of its wall time): the round-to-round spread is the machine's.
+ * Controller, last stop (one run, load average about 30, floor measured minutes apart):
+ * 185.4 s against a floor of 54.0 s (3.43x); `CLAIMS=200`: 30.3 s against 34.3 s (0.88x).
  *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
