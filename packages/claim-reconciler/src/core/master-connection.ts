@@ -132,7 +132,7 @@ export class MasterConnection {
    * second waits, then observes what the first did. The lock lives on a session of its own
    * (not a pooled query connection, so a pass with many claims cannot starve its own
    * queries); if this process dies the server ends the session and releases the lock. A
-   * session whose lock was released is kept for the next claim ({@link LockSessions}).
+   * session whose lock was released is kept for the next claim (`lock-sessions.ts`).
    */
   async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
     const key = [ADVISORY_LOCK_NAMESPACE, name];
@@ -149,7 +149,7 @@ export class MasterConnection {
     );
   }
 
-  /** A new session for {@link LockSessions}, logged in with the master password as it is now. */
+  /** A new lock session (`lock-sessions.ts`), logged in with the master password as it is now. */
   async #openLockSession(): Promise<pg.Client> {
     const client = new pg.Client(await this.#clientConfig(this.target.homeDatabase ?? 'postgres'));
     client.on('error', () => {});
