@@ -3,7 +3,7 @@
  * session of its own, never a pooled query connection (a pass with many claims must not
  * starve its own queries), but a session whose lock was released is kept for the next
  * claim instead of being closed: a new session costs a backend start and a SCRAM login on
- * both sides, once per claim, which is most of what a reconcile adds to its statements.
+ * both sides, and a pass would pay it once per claim.
  *
  * Only a session that reported its lock released is kept; anything else ends the session,
  * which releases whatever it held. {@link LockSessions.retire} (the master password was
