@@ -30,8 +30,10 @@
  * `CLAIMS=1000 FLOOR_ONLY=1 node --import tsx bench/controller-1000.bench.ts`, load average
  * 5-14, after lock sessions were kept (d9e055a): floors 59.8 and 75.6 s, passes 133.1 and
  * 77.1 s, 1.55x (rounds 2.23 and 1.02; CPU 1.49x); before (c3a4c26): floors 59.4 and 96.6 s,
- * passes 122.6 and 116.1 s, 1.53x (rounds 2.06 and 1.20). Every phase was CPU-bound (PSI
- * cpu stall 94-99 % of its wall time): the round-to-round spread is the machine's.
+ * passes 122.6 and 116.1 s, 1.53x (rounds 2.06 and 1.20); again with ROUNDS=3 (29eaedf):
+ * floors 76.9, 66.2, 125.1 s, passes 35.1, 150.5, 89.0 s, 1.02x (rounds 0.46, 2.27, 0.71).
+ * Every phase was CPU-bound (PSI cpu stall 83-99 % of its wall time): the round-to-round
+ * spread is the machine's.
  * Controller, last stop (one run, load average about 30, floor measured minutes apart):
  * 185.4 s against a floor of 54.0 s (3.43x); `CLAIMS=200`: 30.3 s against 34.3 s (0.88x).
  *
