@@ -19,11 +19,23 @@
  * log line per statement), replayed by WORKERS connections on a fresh cluster with nothing
  * else; printed with both modes' ratio to it (goal ≤ 1.5), statements and server ms per
  * claim by kind for the folder pass, the controller and the floor, and the folder pass's
- * wall ms per step. FLOOR_ONLY=1 runs the folder pass and the floor only (no control plane).
- * One run of `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` on 2 cores shared
- * with other work (load average about 30): floor 54.0 s, folder 147.6 s (2.73×), controller
- * 185.4 s (3.43×); `CLAIMS=200`: floor 34.3 s, folder 37.4 s (1.09×), controller 30.3 s
- * (0.88×). The floor is almost all CREATE DATABASE, whose time swings with the disk.
+ * wall ms per step.
+ *
+ * FLOOR_ONLY=1 runs, without the control plane, ROUNDS (default 2) rounds of a folder pass
+ * then the floor, each phase on a fresh cluster with the same settings after `sync`, and
+ * divides the passes' mean by the floors' mean: on 2 shared cores a floor measured minutes
+ * from its pass is not comparable. Each phase prints its load average, PSI CPU/IO stall
+ * seconds, CPU seconds, CREATE DATABASE concurrency and wait events, checkpoints and WAL;
+ * `settings_differ` names any server setting the folder and floor clusters do not share.
+ * `CLAIMS=1000 FLOOR_ONLY=1 node --import tsx bench/controller-1000.bench.ts`, load average
+ * 5-14, after lock sessions were kept (d9e055a): floors 59.8 and 75.6 s, passes 133.1 and
+ * 77.1 s, 1.55x (rounds 2.23 and 1.02; CPU 1.49x); before (c3a4c26): floors 59.4 and 96.6 s,
+ * passes 122.6 and 116.1 s, 1.53x (rounds 2.06 and 1.20); again with ROUNDS=3 (29eaedf):
+ * floors 76.9, 66.2, 125.1 s, passes 35.1, 150.5, 89.0 s, 1.02x (rounds 0.46, 2.27, 0.71).
+ * Every phase was CPU-bound (PSI cpu stall 83-99 % of its wall time): the round-to-round
+ * spread is the machine's.
+ * Controller, last stop (one run, load average about 30, floor measured minutes apart):
+ * 185.4 s against a floor of 54.0 s (3.43x); `CLAIMS=200`: 30.3 s against 34.3 s (0.88x).
  *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
@@ -69,6 +81,13 @@ import {
   startKubeTestBed,
 } from 'hotload-test-support';
 import pg from 'pg';
+import { type PhaseConditions, settleDisk, watchConditions } from './support/machine-conditions.js';
+import {
+  type ServerActivity,
+  serverSettings,
+  settingsDiffer,
+  watchServer,
+} from './support/server-activity.js';
 
 const CLAIMS = Number(process.env.CLAIMS ?? 1000);
 const WORKERS = 8;
@@ -526,14 +545,18 @@ function statementsPerClaim(statements: readonly LoggedStatement[]) {
  * replayed on a fresh cluster of the same kind by WORKERS connections, one claim at a time
  * each, with nothing else: no reads, no verify login, no secrets, no status.
  */
-async function floorRun(
-  claims: readonly string[][],
-): Promise<{ seconds: number; statements: LoggedStatement[] }> {
+async function floorRun(claims: readonly string[][]): Promise<FloorRun> {
+  settleDisk();
   const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
   const clients = Array.from({ length: WORKERS }, () => new pg.Client(cluster.connectionConfig()));
   try {
     await Promise.all(clients.map((client) => client.connect()));
+    const settings = await serverSettings(cluster);
+    const conditions = watchConditions();
+    const server = await watchServer(cluster);
     let next = 0;
+    const cpuBefore = process.cpuUsage();
+    const serversBefore = descendantCpuSeconds();
     const started = performance.now();
     await Promise.all(
       clients.map(async (client) => {
@@ -543,8 +566,16 @@ async function floorRun(
       }),
     );
     const seconds = (performance.now() - started) / 1000;
+    const cpu = process.cpuUsage(cpuBefore);
     return {
       seconds,
+      cpu: {
+        bench_process: round((cpu.user + cpu.system) / 1e6),
+        ...cpuDelta(serversBefore, descendantCpuSeconds()),
+      },
+      conditions: conditions(),
+      server: await server(),
+      settings,
       statements: loggedStatements(readFileSync(join(cluster.runDir, 'server.log'), 'utf8')),
     };
   } finally {
@@ -552,6 +583,20 @@ async function floorRun(
     await cluster.stop();
   }
 }
+
+/** One measured phase (a floor replay or a folder pass) and what surrounded it. */
+interface PhaseRun {
+  readonly seconds: number;
+  /** CPU seconds of the bench process and of the server's processes during the phase. */
+  readonly cpu: Record<string, number>;
+  readonly conditions: PhaseConditions;
+  readonly server: ServerActivity;
+  /** The cluster's non-default settings (to show the folder's and the floor's are alike). */
+  readonly settings: Record<string, string>;
+  readonly statements: LoggedStatement[];
+}
+
+type FloorRun = PhaseRun;
 
 /**
  * Wall milliseconds per claim from each announced step (`create-database`, `set-password`,
@@ -592,13 +637,10 @@ class StepTimes {
  * One folder-mode pass over CLAIMS claims on a fresh cluster that logs every statement
  * (a line per statement: small beside CREATE DATABASE, and it only slows the folder pass).
  */
-async function folderRun(work: string): Promise<{
-  seconds: number;
-  cpu: Record<string, number>;
-  statements: LoggedStatement[];
-  stepMillis: Record<string, number>;
-}> {
+async function folderRun(work: string): Promise<FolderRun> {
+  settleDisk();
   const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
+  const outputDir = await mkdtemp(join(work, 'out-'));
   try {
     const yaml = Array.from(
       { length: CLAIMS },
@@ -609,19 +651,23 @@ async function folderRun(work: string): Promise<{
     const steps = new StepTimes();
     const reconciler = new Reconciler({
       config: await configFor(cluster, work),
-      outputDir: join(work, 'out'),
+      outputDir,
       concurrency: WORKERS,
       onStep: steps.onStep,
       onOutcome: steps.onOutcome,
     });
+    const settings = await serverSettings(cluster);
     const cpuBefore = process.cpuUsage();
     const serversBefore = descendantCpuSeconds();
     const logStart = readFileSync(join(cluster.runDir, 'server.log'), 'utf8').length;
+    const conditions = watchConditions();
+    const server = await watchServer(cluster);
     const started = performance.now();
     const { outcomes } = await reconciler.reconcile(claims);
     const seconds = (performance.now() - started) / 1000;
     const cpu = process.cpuUsage(cpuBefore);
     const servers = cpuDelta(serversBefore, descendantCpuSeconds());
+    const phase = { conditions: conditions(), server: await server() };
     const failed = outcomes.filter((o) => o.result === 'error');
     if (failed.length > 0) throw new Error(`${failed.length} claims failed: ${failed[0]?.error}`);
     const statements = loggedStatements(
@@ -629,13 +675,85 @@ async function folderRun(work: string): Promise<{
     );
     return {
       seconds,
+      ...phase,
+      settings,
       cpu: { bench_process: round((cpu.user + cpu.system) / 1e6), ...servers },
       statements,
       stepMillis: steps.perClaimMillis(),
     };
   } finally {
     await cluster.stop();
+    // Its secret folders: the next pass starts from an empty output folder too.
+    await rm(outputDir, { recursive: true, force: true });
   }
+}
+
+interface FolderRun extends PhaseRun {
+  readonly stepMillis: Record<string, number>;
+}
+
+/** A phase's figures as printed: seconds, the machine's and the server's conditions. */
+function phaseFigures(name: string, phase: PhaseRun) {
+  return {
+    phase: name,
+    seconds: round(phase.seconds, 3),
+    cpu_seconds: round(cpuSeconds(phase)),
+    ...phase.conditions,
+    ...phase.server,
+  };
+}
+
+/** CPU seconds of a phase: the bench process's (the reconciler or the replayer) and the server's. */
+const cpuSeconds = (phase: PhaseRun) => Object.values(phase.cpu).reduce((sum, seconds) => sum + seconds, 0);
+
+/**
+ * FLOOR_ONLY: ROUNDS rounds of a folder pass then the floor, each on a fresh cluster after
+ * `sync` (the first pass's statements are the floor's). On a machine whose load changes from
+ * minute to minute a floor is only comparable with the passes beside it: the ratio divides
+ * the passes' mean by the floors' mean, and each round's ratio is printed too, with every
+ * phase's load and stalls, so a ratio moved by the machine shows as such.
+ */
+async function folderAgainstFloor(work: string): Promise<void> {
+  const rounds = Number(process.env.ROUNDS ?? 2);
+  const folders: FolderRun[] = [];
+  const floors: FloorRun[] = [];
+  let writes: string[][] | undefined;
+  for (let n = 0; n < rounds; n++) {
+    const folder = await folderRun(work);
+    writes ??= writesByClaim(folder.statements);
+    folders.push(folder);
+    floors.push(await floorRun(writes));
+  }
+  const sum = (values: readonly number[]) => values.reduce((total, value) => total + value, 0);
+  const mean = (runs: readonly PhaseRun[]) => sum(runs.map((run) => run.seconds)) / runs.length;
+  const [folder, floor] = [folders[0]!, floors[0]!];
+  console.log(
+    JSON.stringify({
+      bench: 'controller-1000',
+      result: 'floor',
+      claims: CLAIMS,
+      workers: WORKERS,
+      rounds,
+      floor_seconds: round(mean(floors), 3),
+      folder_pass_seconds: round(mean(folders), 3),
+      folder_ratio_to_floor: round(mean(folders) / mean(floors)),
+      round_ratios: folders.map((run, i) => round(run.seconds / floors[i]!.seconds)),
+      // CPU-bound on 2 shared cores: the CPU both used moves less with the machine's load than wall time.
+      folder_cpu_ratio_to_floor: round(sum(folders.map(cpuSeconds)) / sum(floors.map(cpuSeconds))),
+      goal: 1.5,
+      // Both kinds of cluster are started alike; this names any setting that is not.
+      settings_differ: settingsDiffer(folder.settings, floor.settings),
+      phases: folders.flatMap((run, i) => [
+        phaseFigures(`folder ${i + 1}`, run),
+        phaseFigures(`floor ${i + 1}`, floors[i]!),
+      ]),
+      folder_statements_per_claim: statementsPerClaim(folder.statements),
+      floor_statements_per_claim: statementsPerClaim(floor.statements),
+      folder_pass_cpu_seconds: folders.map((run) => run.cpu),
+      floor_cpu_seconds: floors.map((run) => run.cpu),
+      folder_step_wall_ms_per_claim: folder.stepMillis,
+    }),
+  );
 }
 
 const located = locateControlPlane();
@@ -649,24 +767,7 @@ const work = await mkdtemp(join(tmpdir(), 'controller-bench-'));
 if (process.env.FLOOR_ONLY === '1') {
   // For iterating on the folder mode: its pass and the floor only, no control plane.
   try {
-    const folder = await folderRun(work);
-    const floor = await floorRun(writesByClaim(folder.statements));
-    const floorSeconds = floor.seconds;
-    console.log(
-      JSON.stringify({
-        bench: 'controller-1000',
-        result: 'floor',
-        claims: CLAIMS,
-        workers: WORKERS,
-        floor_seconds: round(floorSeconds, 3),
-        folder_pass_seconds: round(folder.seconds, 3),
-        folder_ratio_to_floor: round(folder.seconds / floorSeconds),
-        folder_statements_per_claim: statementsPerClaim(folder.statements),
-        floor_statements_per_claim: statementsPerClaim(floor.statements),
-        folder_pass_cpu_seconds: folder.cpu,
-        folder_step_wall_ms_per_claim: folder.stepMillis,
-      }),
-    );
+    await folderAgainstFloor(work);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -8,6 +8,7 @@
 import { Pool } from 'hotload-pg';
 import pg from 'pg';
 import { type InstanceTarget, instanceId } from './instance-target.js';
+import { LockSessions } from './lock-sessions.js';
 import { MasterPasswordSource } from './master-password-source.js';
 import { pgClientConfig } from './pg-connection.js';
 import { readMasterPassword } from './reconciler-config.js';
@@ -26,6 +27,7 @@ export { type InstanceTarget, instanceId } from './instance-target.js';
 /** Admin access to one instance. */
 export class MasterConnection {
   readonly #pool: Pool;
+  readonly #lockSessions: LockSessions;
 
   constructor(
     /** The instance this connects to, and how it logs in. */
@@ -51,6 +53,9 @@ export class MasterConnection {
     });
     // Idle clients that lose their server emit 'error' on the pool; the next query reports it.
     this.#pool.on('error', () => {});
+    this.#lockSessions = new LockSessions(() => this.#openLockSession(), maxConnections);
+    // A rotated master password: lock sessions logged in with the old one drain too.
+    this.#pool.on('switch', () => this.#lockSessions.retire());
   }
 
   /** The pool (its events: `switch` when a rotated master password is taken, `drained`, ...). */
@@ -124,26 +129,34 @@ export class MasterConnection {
   /**
    * Runs `work` holding the PostgreSQL advisory lock `name` on this instance, so that two
    * reconcilers (processes, machines) never work on the same claim users at once: the
-   * second waits, then observes what the first did. The lock lives on its own connection
-   * (not a pooled one, so a pass with many claims cannot starve its own queries); if this
-   * process dies the server ends the session and releases the lock.
+   * second waits, then observes what the first did. The lock lives on a session of its own
+   * (not a pooled query connection, so a pass with many claims cannot starve its own
+   * queries); if this process dies the server ends the session and releases the lock. A
+   * session whose lock was released is kept for the next claim (`lock-sessions.ts`).
    */
   async withAdvisoryLock<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const key = [ADVISORY_LOCK_NAMESPACE, name];
+    return this.#lockSessions.run(
+      (client) => client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', key),
+      async (client) => {
+        const { rows } = await client.query<{ released: boolean }>(
+          'SELECT pg_advisory_unlock(hashtext($1), hashtext($2)) AS released',
+          key,
+        );
+        return rows[0]?.released === true;
+      },
+      work,
+    );
+  }
+
+  /** A new lock session (`lock-sessions.ts`), logged in with the master password as it is now. */
+  async #openLockSession(): Promise<pg.Client> {
     const client = new pg.Client(await this.#clientConfig(this.target.homeDatabase ?? 'postgres'));
     client.on('error', () => {});
     await client.connect().catch((error: unknown) => {
       throw this.#named(error);
     });
-    try {
-      await client.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [
-        ADVISORY_LOCK_NAMESPACE,
-        name,
-      ]);
-      return await work();
-    } finally {
-      // Ending the session releases the lock, also when the unlock itself cannot be sent.
-      await client.end().catch(() => {});
-    }
+    return client;
   }
 
   /** A lone client's config, with the master password as it is now (read at each connection). */
@@ -160,9 +173,9 @@ export class MasterConnection {
     });
   }
 
-  /** Closes the pool. */
+  /** Closes the pool and the idle lock sessions. */
   async close(): Promise<void> {
-    await this.#pool.end();
+    await Promise.all([this.#pool.end(), this.#lockSessions.close()]);
   }
 }
 
