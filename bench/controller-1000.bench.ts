@@ -289,9 +289,11 @@ async function controllerRun(work: string) {
       const objects = await KubeObjects.open(bed.plane.adminConfig(), [CLAIM_RESOURCE], [CLAIM_PLURAL]);
       try {
         const measured = await measure(cluster, bed.plane, objects, await bed.controllerConfig(), work);
-        // Includes the no-op resync's statements: they are printed per claim besides the first pass's.
-        const statements = loggedStatements(readFileSync(join(cluster.runDir, 'server.log'), 'utf8'));
-        return { ...measured, statements };
+        // The first pass's statements and the no-op resync's, apart.
+        const log = readFileSync(join(cluster.runDir, 'server.log'), 'utf8');
+        const statements = loggedStatements(log.slice(0, measured.logLengthBeforeNoop));
+        const noopStatements = loggedStatements(log.slice(measured.logLengthBeforeNoop));
+        return { ...measured, statements, noopStatements };
       } finally {
         objects.close();
       }
@@ -388,8 +390,10 @@ async function measure(
     while (performance.now() - lastReconciled < SETTLE_MILLIS) await sleep(100);
     const requests = controllerRequests(plane.auditEntries() as AuditLine[]);
 
+    const firstPassReconciles = reconciles.length;
     // A resync of the same, unchanged claims: what it costs in API requests (issue 27.8, 27.10).
     const auditBefore = plane.auditEntries().length;
+    const logLengthBeforeNoop = readFileSync(join(cluster.runDir, 'server.log'), 'utf8').length;
     const noopOutcomes: string[] = [];
     const noopDone = new Promise<void>((resolve) => {
       const listener = (reconciled: KeyReconciled) => {
@@ -416,6 +420,8 @@ async function measure(
       rssMax: Math.max(rssMax, memory.rss),
       requests,
       reconciles: reconciles.length,
+      firstPassReconciles,
+      logLengthBeforeNoop,
       failedReconciles: failed.length,
       firstError: failed[0]?.error,
       benchCpuSeconds: (cpu.user + cpu.system) / 1e6,
@@ -713,7 +719,9 @@ try {
         run.requests.filter((entry) => (entry.responseStatus?.code ?? 200) >= 300),
         (entry) => `${resourceOf(entry)} ${entry.responseStatus?.code}`,
       ),
-      reconciles_per_claim: round(run.reconciles / CLAIMS),
+      // Until all Ready and settled; the no-op resync's reconciles are counted apart.
+      reconciles_per_claim: round(run.firstPassReconciles / CLAIMS),
+      noop_resync_reconciles_per_claim: round((run.reconciles - run.firstPassReconciles) / CLAIMS),
       failed_reconciles: run.failedReconciles,
       ...(run.firstError ? { first_error: run.firstError } : {}),
     }),
@@ -746,8 +754,9 @@ try {
       // Everything the folder pass ran, per claim, by first keyword (from the server's log).
       folder_statements_per_claim: statementsPerClaim(folder.statements),
       folder_step_wall_ms_per_claim: folder.stepMillis,
-      // The controller's, over its first pass and the no-op resync (two reconciles + one).
+      // The controller's, until all Ready and settled; then those of the no-op resync.
       controller_statements_per_claim: statementsPerClaim(run.statements),
+      controller_noop_resync_statements_per_claim: statementsPerClaim(run.noopStatements),
       floor_statements_per_claim: statementsPerClaim(floor.statements),
     }),
   );
