@@ -139,6 +139,7 @@ export class ClaimController extends EventEmitter {
             options.namespaces,
             (message) => options.logger?.warn({ error: message }, 'Secret watch failed; restarting'),
             options.watchRestartMillis,
+            (claimKey) => this.#loop.enqueue(claimKey),
           );
     this.#events = new ClaimEventRecorder(options.clients, (message) => options.logger?.warn({}, message));
   }
@@ -234,9 +235,11 @@ export class ClaimController extends EventEmitter {
     }
     const claim = parsed.claim;
     const { ports, store } = this.#ports(claim, ref, stateFromStatus(resource, key, claim.secretName));
-    if (!hasFinalizer(resource) && !(await addFinalizer(this.#options.clients, ref))) {
-      return this.#done({ key, outcome: 'gone' });
-    }
+    // The freshest copy of the claim: the status write starts from it without a GET.
+    const latest = hasFinalizer(resource)
+      ? resource
+      : await addFinalizer(this.#options.clients, ref, resource);
+    if (!latest) return this.#done({ key, outcome: 'gone' });
     const result = await this.#options.reconciler.reconcile(claim, ports);
     const recorded = store.recorded;
     const state =
@@ -246,7 +249,7 @@ export class ClaimController extends EventEmitter {
       ref,
       recorded ? statusFields(state) : {},
       { result, generation, published },
-      resource,
+      latest,
     );
     const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
     if (record) await this.#records?.put(key, record);
