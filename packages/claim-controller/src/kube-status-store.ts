@@ -20,7 +20,7 @@ export class KubeStatusStore implements StatusStore {
   readonly #others: ClaimStatusIndex;
   readonly #self: string;
   /** Per secret key: this reconcile's own state (as read, then as written), null once removed. */
-  readonly #own = new Map<string, ClaimStatus | null>();
+  readonly #own = new Map<string, OwnState>();
   #recorded: RecordedState | undefined;
 
   /**
@@ -31,7 +31,7 @@ export class KubeStatusStore implements StatusStore {
   constructor(others: ClaimStatusIndex, self: string, own: ClaimStatus | undefined) {
     this.#others = others;
     this.#self = self;
-    if (own) this.#own.set(secretKey(own.namespace, own.secretName), own);
+    if (own) this.#keep(own, own);
   }
 
   /** What the reconcile recorded, or undefined when it wrote nothing. */
@@ -41,29 +41,41 @@ export class KubeStatusStore implements StatusStore {
 
   async read(namespace: string, secretName: string): Promise<ClaimStatus | undefined> {
     const key = secretKey(namespace, secretName);
-    if (this.#own.has(key)) return this.#own.get(key) ?? undefined;
+    const own = this.#own.get(key);
+    if (own) return own.state ?? undefined;
     return this.#others.bySecret(namespace, secretName, this.#self);
   }
 
   async write(status: ClaimStatus): Promise<boolean> {
     const changed = !isDeepStrictEqual(await this.read(status.namespace, status.secretName), status);
-    this.#own.set(secretKey(status.namespace, status.secretName), status);
+    this.#keep(status, status);
     this.#recorded = { kind: 'written', status };
     return changed;
   }
 
   async remove(status: ClaimStatus): Promise<void> {
-    this.#own.set(secretKey(status.namespace, status.secretName), null);
+    this.#keep(status, null);
     this.#recorded = { kind: 'removed' };
   }
 
   async list(): Promise<ClaimStatus[]> {
-    const others = this.#others
-      .all()
-      .filter(
-        (state) => state.claim !== this.#self && !this.#own.has(secretKey(state.namespace, state.secretName)),
-      );
-    const own = [...this.#own.values()].filter((state): state is ClaimStatus => state !== null);
-    return [...others, ...own];
+    const own = [...this.#own.values()];
+    // Compared field by field: this runs over every claim, so no key string per claim.
+    const isOwnSecret = (state: ClaimStatus) =>
+      own.some((entry) => entry.namespace === state.namespace && entry.secretName === state.secretName);
+    const others = this.#others.all().filter((state) => state.claim !== this.#self && !isOwnSecret(state));
+    return [...others, ...own.flatMap((entry) => (entry.state ? [entry.state] : []))];
   }
+
+  #keep(place: { namespace: string; secretName: string }, state: ClaimStatus | null): void {
+    const { namespace, secretName } = place;
+    this.#own.set(secretKey(namespace, secretName), { namespace, secretName, state });
+  }
+}
+
+/** The reconcile's own state for one Secret: as read, then as written; null once removed. */
+interface OwnState {
+  readonly namespace: string;
+  readonly secretName: string;
+  readonly state: ClaimStatus | null;
 }
