@@ -36,6 +36,8 @@ export class SecretCache {
   readonly #informer: ResourceInformer<V1Secret>;
   /** Per `namespace/name`: the resourceVersion this process last wrote (or `deleted`). */
   readonly #written = new Map<string, string>();
+  /** Per `namespace/name`: writes of this process under way (see {@link SecretCache.writing}). */
+  readonly #writing = new Map<string, number>();
 
   /**
    * @param onError - a list or watch failed (the message; a restart with backoff follows,
@@ -87,6 +89,22 @@ export class SecretCache {
     return cached;
   }
 
+  /**
+   * Runs `write`, this process's write of the Secret `namespace/name`: the watch may bring its
+   * event before the answer does, and that event is not someone else's change.
+   */
+  async writing<T>(namespace: string, name: string, write: () => Promise<T>): Promise<T> {
+    const key = `${namespace}/${name}`;
+    this.#writing.set(key, (this.#writing.get(key) ?? 0) + 1);
+    try {
+      return await write();
+    } finally {
+      const left = (this.#writing.get(key) ?? 1) - 1;
+      if (left > 0) this.#writing.set(key, left);
+      else this.#writing.delete(key);
+    }
+  }
+
   /** This process wrote `secret` (its new resourceVersion), or deleted it (undefined). */
   wrote(namespace: string, name: string, secret: V1Secret | undefined): void {
     this.#written.set(`${namespace}/${name}`, secret?.metadata?.resourceVersion ?? 'deleted');
@@ -96,7 +114,9 @@ export class SecretCache {
   #changedByOthers({ type, object }: InformerChange<V1Secret>): string | undefined {
     if (type === 'add') return undefined;
     const { namespace, name, resourceVersion, ownerReferences } = object.metadata ?? {};
-    const written = this.#written.get(`${namespace}/${name}`);
+    const key = `${namespace}/${name}`;
+    if (this.#writing.has(key)) return undefined;
+    const written = this.#written.get(key);
     if (type === 'delete' ? written === 'deleted' : written === resourceVersion) return undefined;
     const owner = ownerReferences?.find((reference) => reference.kind === CLAIM_KIND && reference.controller);
     return owner && `${namespace}/${owner.name}`;
