@@ -9,11 +9,17 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 
 /** What of an object a reconcile depends on (kept per key, compared with the next update). */
 export interface ReconcileView {
+  /** `metadata.uid`: another value is another object of the same name. */
   readonly uid: string | undefined;
+  /** `metadata.generation`: the API server bumps it on every spec change. */
   readonly generation: number | undefined;
+  /** `metadata.deletionTimestamp` as text, undefined until the object is being deleted. */
   readonly deletionTimestamp: string | undefined;
+  /** `metadata.labels` (empty when none). */
   readonly labels: Readonly<Record<string, string>>;
+  /** `metadata.annotations` (empty when none). */
   readonly annotations: Readonly<Record<string, string>>;
+  /** `metadata.finalizers` (empty when none). */
   readonly finalizers: readonly string[];
 }
 
