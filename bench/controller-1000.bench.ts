@@ -71,6 +71,8 @@ import {
 import pg from 'pg';
 
 const CLAIMS = Number(process.env.CLAIMS ?? 1000);
+/** Whether the controller keeps its second record of each claim (a ConfigMap), as the CLI does. */
+const RECORDS = process.env.RECORDS !== '0';
 const WORKERS = 8;
 const NAMESPACES = 10;
 const CREATE_CONCURRENCY = 16;
@@ -322,6 +324,8 @@ async function measure(
     clients: kubeClients(controllerConfig),
     reconciler: timed,
     workers: WORKERS,
+    // As deployed (the CLI always keeps them); RECORDS=0 measures without.
+    ...(RECORDS ? { records: { namespace: CONTROLLER_SERVICE_ACCOUNT.namespace } } : {}),
   });
   let rssMax = process.memoryUsage().rss;
   const sampler = setInterval(() => {
@@ -691,6 +695,7 @@ try {
       result: 'all-ready',
       api_server: 'real kube-apiserver + etcd (test harness), controller as its ServiceAccount',
       claims: CLAIMS,
+      records_configmap: RECORDS,
       namespaces: Math.min(NAMESPACES, CLAIMS),
       workers: WORKERS,
       create_concurrency: CREATE_CONCURRENCY,
