@@ -25,6 +25,15 @@
  * 185.4 s (3.43×); `CLAIMS=200`: floor 34.3 s, folder 37.4 s (1.09×), controller 30.3 s
  * (0.88×). The floor is almost all CREATE DATABASE, whose time swings with the disk.
  *
+ * The controller keeps its records ConfigMap, as the CLI does (RECORDS=0: without). After
+ * its reconcile triggers, status view and first writes were trimmed (issue 29.4), one run of
+ * `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` (load average 10 → 6):
+ * controller 108.1 s, 1.92× the floor's 56.2 s (folder 128.6 s, 2.29×); 1 reconcile a claim
+ * to Ready (the no-op resync is counted apart); API requests a claim: update 3 (finalizer,
+ * status, records), create 2 (Secret, Event), get 1 (the Secret's 404); 4 SELECTs and 2
+ * sessions a claim, as the folder pass. With RECORDS=0 (load about 34 at its worst):
+ * controller 161.6 s, 2.46× the floor's 65.8 s (folder 113.7 s, 1.73×), 5 requests a claim.
+ *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
  */
