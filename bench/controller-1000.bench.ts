@@ -37,6 +37,15 @@
  * Controller, last stop (one run, load average about 30, floor measured minutes apart):
  * 185.4 s against a floor of 54.0 s (3.43x); `CLAIMS=200`: 30.3 s against 34.3 s (0.88x).
  *
+ * The controller keeps its records ConfigMap, as the CLI does (RECORDS=0: without). After
+ * its reconcile triggers, status view and first writes were trimmed (issue 29.4), one run of
+ * `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` (load average 10 → 6):
+ * controller 108.1 s, 1.92× the floor's 56.2 s (folder 128.6 s, 2.29×); 1 reconcile a claim
+ * to Ready (the no-op resync is counted apart); API requests a claim: update 3 (finalizer,
+ * status, records), create 2 (Secret, Event), get 1 (the Secret's 404); 4 SELECTs and 2
+ * sessions a claim, as the folder pass. With RECORDS=0 (load about 34 at its worst):
+ * controller 161.6 s, 2.46× the floor's 65.8 s (folder 113.7 s, 1.73×), 5 requests a claim.
+ *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
  */
@@ -90,6 +99,8 @@ import {
 } from './support/server-activity.js';
 
 const CLAIMS = Number(process.env.CLAIMS ?? 1000);
+/** Whether the controller keeps its second record of each claim (a ConfigMap), as the CLI does. */
+const RECORDS = process.env.RECORDS !== '0';
 const WORKERS = 8;
 const NAMESPACES = 10;
 const CREATE_CONCURRENCY = 16;
@@ -308,9 +319,11 @@ async function controllerRun(work: string) {
       const objects = await KubeObjects.open(bed.plane.adminConfig(), [CLAIM_RESOURCE], [CLAIM_PLURAL]);
       try {
         const measured = await measure(cluster, bed.plane, objects, await bed.controllerConfig(), work);
-        // Includes the no-op resync's statements: they are printed per claim besides the first pass's.
-        const statements = loggedStatements(readFileSync(join(cluster.runDir, 'server.log'), 'utf8'));
-        return { ...measured, statements };
+        // The first pass's statements and the no-op resync's, apart.
+        const log = readFileSync(join(cluster.runDir, 'server.log'), 'utf8');
+        const statements = loggedStatements(log.slice(0, measured.logLengthBeforeNoop));
+        const noopStatements = loggedStatements(log.slice(measured.logLengthBeforeNoop));
+        return { ...measured, statements, noopStatements };
       } finally {
         objects.close();
       }
@@ -339,6 +352,8 @@ async function measure(
     clients: kubeClients(controllerConfig),
     reconciler: timed,
     workers: WORKERS,
+    // As deployed (the CLI always keeps them); RECORDS=0 measures without.
+    ...(RECORDS ? { records: { namespace: CONTROLLER_SERVICE_ACCOUNT.namespace } } : {}),
   });
   let rssMax = process.memoryUsage().rss;
   const sampler = setInterval(() => {
@@ -407,8 +422,10 @@ async function measure(
     while (performance.now() - lastReconciled < SETTLE_MILLIS) await sleep(100);
     const requests = controllerRequests(plane.auditEntries() as AuditLine[]);
 
+    const firstPassReconciles = reconciles.length;
     // A resync of the same, unchanged claims: what it costs in API requests (issue 27.8, 27.10).
     const auditBefore = plane.auditEntries().length;
+    const logLengthBeforeNoop = readFileSync(join(cluster.runDir, 'server.log'), 'utf8').length;
     const noopOutcomes: string[] = [];
     const noopDone = new Promise<void>((resolve) => {
       const listener = (reconciled: KeyReconciled) => {
@@ -435,6 +452,8 @@ async function measure(
       rssMax: Math.max(rssMax, memory.rss),
       requests,
       reconciles: reconciles.length,
+      firstPassReconciles,
+      logLengthBeforeNoop,
       failedReconciles: failed.length,
       firstError: failed[0]?.error,
       benchCpuSeconds: (cpu.user + cpu.system) / 1e6,
@@ -786,6 +805,7 @@ try {
       result: 'all-ready',
       api_server: 'real kube-apiserver + etcd (test harness), controller as its ServiceAccount',
       claims: CLAIMS,
+      records_configmap: RECORDS,
       namespaces: Math.min(NAMESPACES, CLAIMS),
       workers: WORKERS,
       create_concurrency: CREATE_CONCURRENCY,
@@ -814,7 +834,9 @@ try {
         run.requests.filter((entry) => (entry.responseStatus?.code ?? 200) >= 300),
         (entry) => `${resourceOf(entry)} ${entry.responseStatus?.code}`,
       ),
-      reconciles_per_claim: round(run.reconciles / CLAIMS),
+      // Until all Ready and settled; the no-op resync's reconciles are counted apart.
+      reconciles_per_claim: round(run.firstPassReconciles / CLAIMS),
+      noop_resync_reconciles_per_claim: round((run.reconciles - run.firstPassReconciles) / CLAIMS),
       failed_reconciles: run.failedReconciles,
       ...(run.firstError ? { first_error: run.firstError } : {}),
     }),
@@ -847,8 +869,9 @@ try {
       // Everything the folder pass ran, per claim, by first keyword (from the server's log).
       folder_statements_per_claim: statementsPerClaim(folder.statements),
       folder_step_wall_ms_per_claim: folder.stepMillis,
-      // The controller's, over its first pass and the no-op resync (two reconciles + one).
+      // The controller's, until all Ready and settled; then those of the no-op resync.
       controller_statements_per_claim: statementsPerClaim(run.statements),
+      controller_noop_resync_statements_per_claim: statementsPerClaim(run.noopStatements),
       floor_statements_per_claim: statementsPerClaim(floor.statements),
     }),
   );

@@ -37,12 +37,13 @@ import {
   DEFAULT_PUBLISHER_ID,
   secretNameOf,
 } from './claim-resource.js';
+import { ClaimStatusIndex } from './claim-status-index.js';
 import { stateFromStatus, statusFields, writeClaimStatus } from './claim-status-writer.js';
 import { ControllerLoop } from './controller-loop.js';
 import { describeApiError, type KubeClients } from './kube-clients.js';
 import { KubeSecretSink } from './kube-secret-sink.js';
 import { KubeStatusStore } from './kube-status-store.js';
-import { resourceKey } from './resource-informer.js';
+import { type InformerChange, resourceKey } from './resource-informer.js';
 import { SecretCache } from './secret-cache.js';
 import { readSeedSourceDsn } from './seed-source-secret.js';
 import type { BackoffSettings, WorkOutcome } from './work-queue.js';
@@ -105,6 +106,7 @@ export class ClaimController extends EventEmitter {
   readonly #events: ClaimEventRecorder;
   readonly #records: ClaimRecords | undefined;
   readonly #secrets: SecretCache | undefined;
+  readonly #statuses = new ClaimStatusIndex();
   readonly #started = new Map<string, number>();
 
   constructor(options: ClaimControllerOptions) {
@@ -122,6 +124,7 @@ export class ClaimController extends EventEmitter {
       },
       (key, resource) => this.#reconcileKey(key, resource),
     );
+    this.#loop.on('change', (change: InformerChange<ClaimResource>) => this.#statuses.apply(change));
     this.#loop.on('watch-connect', (namespace) => this.emit('watch-connect', namespace));
     this.#loop.on('watch-error', (message: string) => {
       options.logger?.warn({ error: message }, 'DatabaseClaim watch failed; restarting');
@@ -136,6 +139,7 @@ export class ClaimController extends EventEmitter {
             options.namespaces,
             (message) => options.logger?.warn({ error: message }, 'Secret watch failed; restarting'),
             options.watchRestartMillis,
+            (claimKey) => this.#loop.enqueue(claimKey),
           );
     this.#events = new ClaimEventRecorder(options.clients, (message) => options.logger?.warn({}, message));
   }
@@ -231,9 +235,11 @@ export class ClaimController extends EventEmitter {
     }
     const claim = parsed.claim;
     const { ports, store } = this.#ports(claim, ref, stateFromStatus(resource, key, claim.secretName));
-    if (!hasFinalizer(resource) && !(await addFinalizer(this.#options.clients, ref))) {
-      return this.#done({ key, outcome: 'gone' });
-    }
+    // The freshest copy of the claim: the status write starts from it without a GET.
+    const latest = hasFinalizer(resource)
+      ? resource
+      : await addFinalizer(this.#options.clients, ref, resource);
+    if (!latest) return this.#done({ key, outcome: 'gone' });
     const result = await this.#options.reconciler.reconcile(claim, ports);
     const recorded = store.recorded;
     const state =
@@ -243,7 +249,7 @@ export class ClaimController extends EventEmitter {
       ref,
       recorded ? statusFields(state) : {},
       { result, generation, published },
-      resource,
+      latest,
     );
     const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
     if (record) await this.#records?.put(key, record);
@@ -343,14 +349,8 @@ export class ClaimController extends EventEmitter {
     own: ClaimStatus | undefined,
   ): { ports: ClaimPorts; store: KubeStatusStore } {
     // The claim's own state as the caller read it (fresh, or from its record); every other
-    // claim's from the cache.
-    const states = this.#loop.list().flatMap((other) => {
-      const otherKey = resourceKey(other.metadata);
-      const state =
-        otherKey === claim.key ? undefined : stateFromStatus(other, otherKey, secretNameOf(other));
-      return state ? [state] : [];
-    });
-    const store = new KubeStatusStore(own ? [...states, own] : states);
+    // claim's as the informer last saw it.
+    const store = new KubeStatusStore(this.#statuses, claim.key, own);
     const ports: ClaimPorts = {
       secretFor: (namespace, secretName) =>
         new KubeSecretSink(

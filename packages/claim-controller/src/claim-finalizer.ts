@@ -1,7 +1,9 @@
 /**
  * The controller's finalizer on a claim: added before anything is provisioned (so a claim
  * deleted at any moment still gets its deletion policy applied), removed once the policy
- * is applied. Both are read-modify-write with the resourceVersion, retried on 409.
+ * is applied. Both are read-modify-write with the resourceVersion, retried on 409. Adding
+ * starts from the informer's copy when given (no GET: a claim's first reconcile used to read
+ * it twice, here and for its status); a stale copy is a 409, retried on a fresh read.
  */
 
 import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
@@ -16,12 +18,22 @@ export function hasFinalizer(resource: ClaimResource): boolean {
 /**
  * Adds the finalizer; resolves the updated claim, or undefined when the claim is gone, is
  * another object, or is already being deleted (a finalizer cannot be added then).
+ *
+ * @param cached - the claim as the informer holds it: the first attempt's base
  */
-export async function addFinalizer(clients: KubeClients, ref: ClaimRef): Promise<ClaimResource | undefined> {
-  return changeFinalizers(clients, ref, (resource) =>
-    resource.metadata.deletionTimestamp
-      ? undefined
-      : [...(resource.metadata.finalizers ?? []), CLAIM_FINALIZER],
+export async function addFinalizer(
+  clients: KubeClients,
+  ref: ClaimRef,
+  cached?: ClaimResource,
+): Promise<ClaimResource | undefined> {
+  return changeFinalizers(
+    clients,
+    ref,
+    (resource) =>
+      resource.metadata.deletionTimestamp
+        ? undefined
+        : [...(resource.metadata.finalizers ?? []), CLAIM_FINALIZER],
+    cached,
   );
 }
 
@@ -36,9 +48,13 @@ async function changeFinalizers(
   clients: KubeClients,
   ref: ClaimRef,
   next: (resource: ClaimResource) => string[] | undefined,
+  cached?: ClaimResource,
 ): Promise<ClaimResource | undefined> {
+  let base = cached?.metadata.uid === ref.uid ? cached : undefined;
   return retryOnConflict(async () => {
-    const current = await readClaim(clients, ref);
+    // The cached copy once; after a 409, what the API holds now.
+    const current = base ?? (await readClaim(clients, ref));
+    base = undefined;
     const finalizers = current && next(current);
     if (!current || finalizers === undefined) return undefined;
     if (JSON.stringify(finalizers) === JSON.stringify(current.metadata.finalizers ?? [])) return current;

@@ -8,7 +8,7 @@ import { type ClaimStatus, storedMigration } from 'hotload-claim-reconciler';
 import { type ClaimRef, claimPath, readClaim } from './claim-api.js';
 import { type ConditionInput, nextConditions } from './claim-conditions.js';
 import type { ClaimResource, ClaimResourceStatus } from './claim-resource.js';
-import { type KubeClients, retryOnConflict } from './kube-clients.js';
+import { isNotFound, type KubeClients, retryOnConflict } from './kube-clients.js';
 
 /** Status fields of the reconcile state: all of it but the controller's bookkeeping. */
 export function statusFields(state: ClaimStatus | undefined): ClaimResourceStatus {
@@ -53,8 +53,10 @@ export function stateFromStatus(
 /**
  * Writes `fields` + conditions on the claim's status. Resolves false when the claim is gone
  * or is now another object (same name, other uid): nothing to write then. With `cached`
- * (the informer's copy of the claim) a status that would not change it is not even read
- * from the API: a resync of unchanged claims costs no request here.
+ * (the freshest copy of the claim the caller holds: the informer's, or the finalizer
+ * write's answer) a status that would not change it is not even read from the API (a
+ * resync of unchanged claims costs no request here), and the write starts from it without
+ * a GET; a stale copy is a 409, retried on a fresh read.
  */
 export async function writeClaimStatus(
   clients: KubeClients,
@@ -63,20 +65,25 @@ export async function writeClaimStatus(
   conditions: ConditionInput,
   cached?: ClaimResource,
 ): Promise<boolean> {
-  if (
-    cached?.metadata.uid === ref.uid &&
-    isDeepStrictEqual(nextStatus(cached, fields, conditions), cached.status)
-  )
-    return true;
+  let base = cached?.metadata.uid === ref.uid ? cached : undefined;
+  if (base && isDeepStrictEqual(nextStatus(base, fields, conditions), base.status)) return true;
   return retryOnConflict(async () => {
-    const current = await readClaim(clients, ref);
+    // The cached copy once; after a 409, what the API holds now.
+    const current = base ?? (await readClaim(clients, ref));
+    base = undefined;
     if (!current) return false;
     const status = nextStatus(current, fields, conditions);
     if (isDeepStrictEqual(status, current.status)) return true;
-    await clients.custom.replaceNamespacedCustomObjectStatus({
-      ...claimPath(ref),
-      body: { ...current, status },
-    });
+    try {
+      await clients.custom.replaceNamespacedCustomObjectStatus({
+        ...claimPath(ref),
+        body: { ...current, status },
+      });
+    } catch (error) {
+      // Gone since the cached copy was taken.
+      if (isNotFound(error)) return false;
+      throw error;
+    }
     return true;
   });
 }

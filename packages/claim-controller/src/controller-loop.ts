@@ -9,6 +9,7 @@
 import { EventEmitter } from 'node:events';
 import type { KubeClients } from './kube-clients.js';
 import {
+  type InformerChange,
   type NamedObject,
   type ResourceDescription,
   ResourceInformer,
@@ -33,7 +34,11 @@ export interface ControllerLoopOptions {
   readonly watchRestartMillis?: number;
 }
 
-/** Events: `watch-connect` (namespace or undefined), `watch-error` (message; a restart follows). */
+/**
+ * Events: `watch-connect` (namespace or undefined), `watch-error` (message; a restart
+ * follows), `change` (an {@link InformerChange}: every add, update and delete the cache took in,
+ * also those that need no reconcile).
+ */
 export class ControllerLoop<T extends NamedObject> extends EventEmitter {
   readonly #queue: WorkQueue;
   readonly #informer: ResourceInformer<T>;
@@ -61,6 +66,7 @@ export class ControllerLoop<T extends NamedObject> extends EventEmitter {
     );
     this.#informer.on('connect', (namespace) => this.emit('watch-connect', namespace));
     this.#informer.on('error', (message: string) => this.emit('watch-error', message));
+    this.#informer.on('change', (change: InformerChange<T>) => this.emit('change', change));
   }
 
   /** Lists and watches, then starts the workers; resolves once the first list is in. */

@@ -37,7 +37,9 @@ export {
 } from './kube-secret-sink.js';
 export { type LeaderElectionOptions, LeaderElector } from './leader-election.js';
 export { type LeaderGate, runWhileLeading } from './leader-gate.js';
+export { needsReconcile, type ReconcileView, reconcileView } from './reconcile-predicate.js';
 export {
+  type InformerChange,
   type NamedObject,
   type ResourceDescription,
   ResourceInformer,

@@ -115,10 +115,12 @@ export class KubeSecretSink implements SecretSink {
       const current = await this.#get(fresh);
       if (!current) {
         this.#remember(
-          await this.#clients.core.createNamespacedSecret({
-            namespace: this.#owner.namespace,
-            body: this.#desired(files),
-          }),
+          await this.#writing(() =>
+            this.#clients.core.createNamespacedSecret({
+              namespace: this.#owner.namespace,
+              body: this.#desired(files),
+            }),
+          ),
         );
         return true;
       }
@@ -145,11 +147,13 @@ export class KubeSecretSink implements SecretSink {
       delete body.stringData;
       // Updated in place (same object): the kubelet swaps the mounted files atomically.
       this.#remember(
-        await this.#clients.core.replaceNamespacedSecret({
-          name: this.#owner.secretName,
-          namespace: this.#owner.namespace,
-          body,
-        }),
+        await this.#writing(() =>
+          this.#clients.core.replaceNamespacedSecret({
+            name: this.#owner.secretName,
+            namespace: this.#owner.namespace,
+            body,
+          }),
+        ),
       );
       return true;
     });
@@ -176,10 +180,12 @@ export class KubeSecretSink implements SecretSink {
     const current = await this.#get();
     if (!current || !this.#owns(current)) return;
     try {
-      await this.#clients.core.deleteNamespacedSecret({
-        name: this.#owner.secretName,
-        namespace: this.#owner.namespace,
-      });
+      await this.#writing(() =>
+        this.#clients.core.deleteNamespacedSecret({
+          name: this.#owner.secretName,
+          namespace: this.#owner.namespace,
+        }),
+      );
     } catch (error) {
       if (!isNotFound(error)) throw error;
     }
@@ -213,6 +219,12 @@ export class KubeSecretSink implements SecretSink {
     }
     this.#known = { secret };
     return secret;
+  }
+
+  /** Runs one write of the Secret, told to the cache (its watch event is ours, not a change by others). */
+  #writing<T>(write: () => Promise<T>): Promise<T> {
+    const { namespace, secretName } = this.#owner;
+    return this.cache ? this.cache.writing(namespace, secretName, write) : write();
   }
 
   /** What this sink just wrote (or deleted): its next reads, and the cache's trust. */

@@ -4,8 +4,9 @@
  * clears the version so the informer lists again), in every namespace or in selected ones.
  * What client-node leaves to its user is here: restarting after any other watch or list
  * failure (with backoff), a periodic resync that hands every cached object to the handler
- * again, and controller-runtime's GenerationChangedPredicate (status-only updates are not
- * handed over).
+ * again, and a predicate (`reconcile-predicate.ts`) so that status-only updates are not
+ * handed over. Every change, handed over or not, is also emitted as `change` for caches
+ * kept beside the informer's own (the claims' status view).
  */
 import { EventEmitter } from 'node:events';
 import {
@@ -16,6 +17,7 @@ import {
   type ObjectCache,
 } from '@kubernetes/client-node';
 import { describeApiError, type KubeClients } from './kube-clients.js';
+import { needsReconcile, type ReconcileView, reconcileView } from './reconcile-predicate.js';
 
 /** The resource an informer watches: its API coordinates. */
 export interface ResourceDescription {
@@ -51,6 +53,14 @@ export function resourceKey(metadata: { namespace?: string; name?: string }): st
   return `${metadata.namespace ?? ''}/${metadata.name ?? ''}`;
 }
 
+/** One change the informer's cache took in (emitted as `change`, after the cache has it). */
+export interface InformerChange<T> {
+  /** `add` (listed or created), `update`, or `delete`. */
+  readonly type: 'add' | 'update' | 'delete';
+  /** The object as cached now (for `delete`: as it was last seen). */
+  readonly object: T;
+}
+
 /** Options of {@link ResourceInformer}. */
 export interface ResourceInformerOptions {
   /** Namespaces to watch; empty or undefined: all. */
@@ -61,7 +71,10 @@ export interface ResourceInformerOptions {
   readonly restartBaseMillis?: number;
 }
 
-/** Events: `connect` (a list or watch (re)started), `error` (message; a restart follows). */
+/**
+ * Events: `connect` (a list or watch (re)started), `error` (message; a restart follows),
+ * `change` ({@link InformerChange}, every add, update and delete).
+ */
 export class ResourceInformer<T extends NamedObject> extends EventEmitter {
   readonly #informers: Array<Informer<KubernetesObject> & ObjectCache<KubernetesObject>>;
   readonly #resource: ResourceDescription;
@@ -71,7 +84,7 @@ export class ResourceInformer<T extends NamedObject> extends EventEmitter {
   readonly #restarts = new Set<NodeJS.Timeout>();
   #stopped = false;
   /** Per key: what of the object a reconcile depends on, to skip status-only updates. */
-  readonly #seen = new Map<string, string>();
+  readonly #seen = new Map<string, ReconcileView>();
 
   constructor(
     clients: KubeClients,
@@ -139,24 +152,23 @@ export class ResourceInformer<T extends NamedObject> extends EventEmitter {
                   request,
                 )) as KubernetesListObject<KubernetesObject>;
     const informer = makeInformer<KubernetesObject>(clients.config, path, list, labelSelector);
-    const handle = (resource: KubernetesObject) => this.#onKey(resourceKey(resource.metadata ?? {}));
-    informer.on('add', (resource) => {
-      this.#seen.set(resourceKey(resource.metadata ?? {}), specSignature(resource));
-      handle(resource);
-    });
-    informer.on('update', (resource) => {
-      // Like controller-runtime's GenerationChangedPredicate: our own status writes change
-      // the resourceVersion only, and must not trigger another reconcile.
+    const handle = (type: InformerChange<T>['type'], resource: KubernetesObject) => {
       const key = resourceKey(resource.metadata ?? {});
-      const signature = specSignature(resource);
-      if (this.#seen.get(key) === signature) return;
-      this.#seen.set(key, signature);
-      handle(resource);
-    });
-    informer.on('delete', (resource) => {
-      this.#seen.delete(resourceKey(resource.metadata ?? {}));
-      handle(resource);
-    });
+      this.emit('change', { type, object: resource as unknown as T } satisfies InformerChange<T>);
+      if (type === 'delete') {
+        this.#seen.delete(key);
+        this.#onKey(key);
+        return;
+      }
+      const view = reconcileView(resource);
+      const previous = this.#seen.get(key);
+      this.#seen.set(key, view);
+      // An update that is only our own status or finalizer write is not handed over.
+      if (type === 'add' || needsReconcile(previous, view)) this.#onKey(key);
+    };
+    informer.on('add', (resource) => handle('add', resource));
+    informer.on('update', (resource) => handle('update', resource));
+    informer.on('delete', (resource) => handle('delete', resource));
     informer.on('connect', () => this.emit('connect', namespace));
     let failures = 0;
     informer.on('connect', () => {
@@ -183,14 +195,4 @@ export class ResourceInformer<T extends NamedObject> extends EventEmitter {
 function splitKey(key: string): [string, string] {
   const slash = key.indexOf('/');
   return [key.slice(0, slash), key.slice(slash + 1)];
-}
-
-/**
- * Generation, uid and deletion mark: a change in any of them needs a reconcile. Like
- * controller-runtime's GenerationChangedPredicate, metadata-only changes (our own finalizer,
- * labels) do not; the periodic resync still catches a finalizer removed by hand.
- */
-function specSignature(resource: KubernetesObject): string {
-  const { generation, uid, deletionTimestamp } = resource.metadata ?? {};
-  return JSON.stringify([generation, uid, deletionTimestamp]);
 }

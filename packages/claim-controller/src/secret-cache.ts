@@ -9,9 +9,10 @@
  * someone else's without the label), the sink reads it from the API.
  */
 import type { KubernetesListObject, KubernetesObject, V1Secret } from '@kubernetes/client-node';
+import { CLAIM_KIND } from 'hotload-claim-reconciler';
 import type { KubeClients } from './kube-clients.js';
 import { MANAGED_BY_LABEL } from './managed-by.js';
-import { type ResourceDescription, ResourceInformer } from './resource-informer.js';
+import { type InformerChange, type ResourceDescription, ResourceInformer } from './resource-informer.js';
 
 /** Core Secrets carrying the controller's label. */
 const MANAGED_SECRETS: ResourceDescription = {
@@ -35,16 +36,21 @@ export class SecretCache {
   readonly #informer: ResourceInformer<V1Secret>;
   /** Per `namespace/name`: the resourceVersion this process last wrote (or `deleted`). */
   readonly #written = new Map<string, string>();
+  /** Per `namespace/name`: writes of this process under way (see {@link SecretCache.writing}). */
+  readonly #writing = new Map<string, number>();
 
   /**
    * @param onError - a list or watch failed (the message; a restart with backoff follows,
    *   and reads go to the API meanwhile for what the cache does not hold)
+   * @param onChangedByOthers - the owning claim's key (`namespace/name`) of a Secret deleted
+   *   or changed by someone else
    */
   constructor(
     clients: KubeClients,
     namespaces: readonly string[] | undefined,
     onError: (message: string) => void,
     restartBaseMillis?: number,
+    onChangedByOthers: (claimKey: string) => void = () => {},
   ) {
     // Never re-sent to a handler: the cache only answers reads.
     this.#informer = new ResourceInformer<V1Secret>(
@@ -55,6 +61,10 @@ export class SecretCache {
     );
     // An EventEmitter's 'error' without a listener throws: a dropped watch must not.
     this.#informer.on('error', onError);
+    this.#informer.on('change', (change: InformerChange<V1Secret>) => {
+      const owner = this.#changedByOthers(change);
+      if (owner !== undefined) onChangedByOthers(owner);
+    });
   }
 
   /** Lists and watches; resolves once the first list is in. */
@@ -79,8 +89,36 @@ export class SecretCache {
     return cached;
   }
 
+  /**
+   * Runs `write`, this process's write of the Secret `namespace/name`: the watch may bring its
+   * event before the answer does, and that event is not someone else's change.
+   */
+  async writing<T>(namespace: string, name: string, write: () => Promise<T>): Promise<T> {
+    const key = `${namespace}/${name}`;
+    this.#writing.set(key, (this.#writing.get(key) ?? 0) + 1);
+    try {
+      return await write();
+    } finally {
+      const left = (this.#writing.get(key) ?? 1) - 1;
+      if (left > 0) this.#writing.set(key, left);
+      else this.#writing.delete(key);
+    }
+  }
+
   /** This process wrote `secret` (its new resourceVersion), or deleted it (undefined). */
   wrote(namespace: string, name: string, secret: V1Secret | undefined): void {
     this.#written.set(`${namespace}/${name}`, secret?.metadata?.resourceVersion ?? 'deleted');
+  }
+
+  /** The owning claim's key when `change` is not this process's own last write, else undefined. */
+  #changedByOthers({ type, object }: InformerChange<V1Secret>): string | undefined {
+    if (type === 'add') return undefined;
+    const { namespace, name, resourceVersion, ownerReferences } = object.metadata ?? {};
+    const key = `${namespace}/${name}`;
+    if (this.#writing.has(key)) return undefined;
+    const written = this.#written.get(key);
+    if (type === 'delete' ? written === 'deleted' : written === resourceVersion) return undefined;
+    const owner = ownerReferences?.find((reference) => reference.kind === CLAIM_KIND && reference.controller);
+    return owner && `${namespace}/${owner.name}`;
   }
 }

@@ -305,6 +305,54 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect(syncedCondition((await refused).object)?.message).toContain('already managed by claim twin-a/app');
   });
 
+  it('its own finalizer and status writes do not reconcile a claim again; an annotation does', async () => {
+    const config = parseReconcilerConfig(suite.configText, suite.configFile);
+    // One worker: keys are reconciled in the order their watch events arrived.
+    running = await makeController(bed, { config, now: () => clock }, { namespaces: ['echo'], workers: 1 });
+    const controller = running.controller;
+    const seen: string[] = [];
+    controller.on('reconciled', (r: KeyReconciled) => seen.push(`${r.key} ${r.outcome}`));
+    await controller.start();
+    const first = nextEvent<KeyReconciled>(controller, 'reconciled', (r) => r.key === 'echo/e-one');
+    await createReadyClaim(bed.objects, 'echo', 'e-one');
+    await first;
+    // e-one's finalizer and status writes come before e-two's creation on the watch: had
+    // either requeued e-one, that reconcile would have run before e-two's.
+    const second = nextEvent<KeyReconciled>(controller, 'reconciled', (r) => r.key === 'echo/e-two');
+    await createReadyClaim(bed.objects, 'echo', 'e-two');
+    await second;
+    expect(seen).toEqual(['echo/e-one created', 'echo/e-two created']);
+
+    // The allow-delete annotation changes no generation, but the record must learn it.
+    const annotated = nextEvent<KeyReconciled>(controller, 'reconciled', (r) => r.key === 'echo/e-one');
+    await bed.objects.patch(CLAIM_PLURAL, 'echo', 'e-one', { metadata: { annotations: ALLOW_DELETE } });
+    expect((await annotated).outcome).toBe('unchanged');
+    const records = await bed.objects.get('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace, RECORDS);
+    const data = (records?.data ?? {}) as Record<string, string>;
+    const record = JSON.parse(data['echo.e-one'] ?? '{}');
+    expect(record.allowDataDeletion).toBe(true);
+  });
+
+  it('a Secret deleted by someone else is published again at once, not at the next resync', async () => {
+    const config = parseReconcilerConfig(suite.configText, suite.configFile);
+    // The default resync (10 minutes) is far beyond the test's wait: only the Secret watch can do it.
+    running = await makeController(bed, { config, now: () => clock }, { namespaces: ['secret-gone'] });
+    await running.controller.start();
+    await createReadyClaim(bed.objects, 'secret-gone', 's-one');
+    const original = await bed.objects.get('secrets', 'secret-gone', 's-one');
+    const recreated = nextChange(
+      bed.objects,
+      (c) =>
+        c.plural === 'secrets' &&
+        c.type === 'ADDED' &&
+        c.object.metadata.name === 's-one' &&
+        c.object.metadata.uid !== original?.metadata.uid,
+    );
+    await bed.objects.delete('secrets', 'secret-gone', 's-one');
+    const data = secretData((await recreated).object);
+    expect(await canLogin(suite.cluster, data.username!, data.password!, 's_one')).toBe(true);
+  });
+
   it('a resync of unchanged claims writes nothing: no status, Secret or Event write', async () => {
     // Its own namespace: the claims elsewhere in this file are left failing on purpose.
     const config = parseReconcilerConfig(suite.configText, suite.configFile);
