@@ -54,8 +54,12 @@ export class MasterConnection {
     // Idle clients that lose their server emit 'error' on the pool; the next query reports it.
     this.#pool.on('error', () => {});
     this.#lockSessions = new LockSessions(() => this.#openLockSession(), maxConnections);
-    // A rotated master password: lock sessions logged in with the old one drain too.
-    this.#pool.on('switch', () => this.#lockSessions.retire());
+    // A rotated master password: lock sessions logged in with the old one drain too. The
+    // pool's first generation also emits 'switch' (from no generation), which may come after
+    // a lock session opened: that session logged in with the current password, so it stays.
+    this.#pool.on('switch', ({ fromGeneration }) => {
+      if (fromGeneration !== undefined) this.#lockSessions.retire();
+    });
   }
 
   /** The pool (its events: `switch` when a rotated master password is taken, `drained`, ...). */
