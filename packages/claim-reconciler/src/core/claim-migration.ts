@@ -41,7 +41,7 @@ import type { ClaimContext } from './claim-context.js';
 import type { ClaimReconcile } from './claim-outcome.js';
 import type { SecretSink } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
-import type { ClaimStatus } from './claim-status.js';
+import { type ClaimStatus, emptyStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
 import { instanceId } from './instance-target.js';
 import type { MasterConnection } from './master-connection.js';
@@ -167,24 +167,6 @@ async function startSeed(context: ClaimContext, input: MigrationInput): Promise<
   }
   context.metrics?.migrationStarted?.();
   return new ClaimMigration(context, input, status, state).run();
-}
-
-/** The status of a claim that has none yet (a seed starts before the first publish). */
-function emptyStatus(claim: DatabaseClaim): ClaimStatus {
-  return {
-    claim: claim.key,
-    namespace: claim.namespace,
-    secretName: claim.secretName,
-    error: null,
-    matchedLabel: null,
-    binding: null,
-    activeUser: null,
-    dbCreatedAt: null,
-    connectionInfoUpdatedAt: null,
-    userUpdatedAt: null,
-    retired: [],
-    deleting: false,
-  };
 }
 
 /** One claim's migration during one pass. */

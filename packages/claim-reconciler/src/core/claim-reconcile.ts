@@ -45,7 +45,7 @@ import { reconcileMigration } from './claim-migration.js';
 import type { ClaimOutcome, ClaimReconcile, ClaimResult } from './claim-outcome.js';
 import type { ClaimPorts, SecretSink, StatusStore } from './claim-ports.js';
 import type { DatabaseClaim } from './claim-schema.js';
-import type { Binding, ClaimStatus } from './claim-status.js';
+import { type Binding, type ClaimStatus, emptyStatus } from './claim-status.js';
 import { errorMessage } from './error-message.js';
 import {
   assertCanManageInPlace,
@@ -449,16 +449,7 @@ export async function recordClaimError(
   const { statuses } = context.ports;
   const previous = await statuses.read(claim.namespace, claim.secretName);
   const next: ClaimStatus = {
-    claim: claim.key,
-    namespace: claim.namespace,
-    secretName: claim.secretName,
-    binding: null,
-    activeUser: null,
-    dbCreatedAt: null,
-    connectionInfoUpdatedAt: null,
-    userUpdatedAt: null,
-    retired: [],
-    deleting: false,
+    ...emptyStatus(claim),
     ...previous,
     error: error.message,
     matchedLabel,

@@ -7,6 +7,7 @@
 
 import type { MigrationState } from '../migration/migration-state.js';
 import type { Binding } from './binding.js';
+import type { DatabaseClaim } from './claim-schema.js';
 
 export type { Binding } from './binding.js';
 
@@ -41,4 +42,25 @@ export interface ClaimStatus {
    * the next one); null when the claim never moved. `migration.phase` is its phase.
    */
   readonly migration?: MigrationState | null;
+}
+
+/**
+ * The status of a claim that has none yet: nothing provisioned, published or retired (a
+ * seed starts before the first publish; a first pass may fail before it).
+ */
+export function emptyStatus(claim: Pick<DatabaseClaim, 'key' | 'namespace' | 'secretName'>): ClaimStatus {
+  return {
+    claim: claim.key,
+    namespace: claim.namespace,
+    secretName: claim.secretName,
+    error: null,
+    matchedLabel: null,
+    binding: null,
+    activeUser: null,
+    dbCreatedAt: null,
+    connectionInfoUpdatedAt: null,
+    userUpdatedAt: null,
+    retired: [],
+    deleting: false,
+  };
 }
