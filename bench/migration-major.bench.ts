@@ -14,6 +14,7 @@ import { parseClaims, Reconciler } from 'hotload-claim-reconciler';
 import { LOGICAL_REPLICATION_SETTINGS, startCluster } from 'hotload-test-support';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
 import { fragmentConfig, quantile } from './support/fragment-config.js';
+import { ItemWriters, MISSING_ITEMS_SQL } from './support/item-writers.js';
 import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
@@ -47,28 +48,9 @@ try {
       max: WRITERS,
       hotload: { source: { secretDirectory: secretDir }, drainTimeoutMillis: 10_000 },
     });
-    const acknowledged: string[] = [];
-    const latencies: Array<[number, number]> = [];
-    let failed = 0;
-    let running = true;
-    const writers = Array.from({ length: WRITERS }, async (_, writer) => {
-      while (running) {
-        const started = performance.now();
-        try {
-          const { rows } = await pool.query<{ id: string }>(
-            `INSERT INTO items (writer, payload) VALUES ($1, 'x') RETURNING id::text`,
-            [writer],
-          );
-          const now = performance.now();
-          acknowledged.push(rows[0]!.id);
-          latencies.push([now, now - started]);
-        } catch {
-          failed++;
-        }
-      }
-    });
+    const writers = new ItemWriters(pool).grow(WRITERS);
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    const steady = latencies.map(([, l]) => l);
+    const steady = writers.latencies.map(([, l]) => l);
     const from = performance.now();
     let outcome = await reconciler.reconcile(claimOn(name, 'pg18b'));
     while (outcome.outcomes[0]?.result === 'migrating')
@@ -77,25 +59,11 @@ try {
     if (outcome.outcomes[0]?.result !== 'moved')
       throw new Error(`${name}: ${JSON.stringify(outcome.outcomes)}`);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    running = false;
-    await Promise.all(writers);
+    await writers.stop();
     await pool.end();
-    let longest = 0;
-    let previous = from;
-    for (const at of latencies
-      .map(([at]) => at)
-      .filter((t) => t > from && t < to)
-      .concat(to)) {
-      longest = Math.max(longest, at - previous);
-      previous = at;
-    }
-    const during = latencies.filter(([at]) => at > from && at < to).map(([, l]) => l);
-    const missing = await pg18b.query<{ n: string }>(
-      `SELECT count(*)::text AS n FROM unnest($1::bigint[]) AS acked(id)
-        WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.id = acked.id)`,
-      [acknowledged],
-      name,
-    );
+    const longest = writers.longestPause(from, to);
+    const during = writers.latenciesBetween(from, to);
+    const missing = await pg18b.query<{ n: string }>(MISSING_ITEMS_SQL, [writers.acknowledged], name);
     const status = JSON.parse(await readFile(join(out, 'default', `${name}.status.json`), 'utf8'));
     return {
       source_version: sourceVersion,
@@ -108,9 +76,9 @@ try {
       write_latency_steady_p50_ms: round(quantile(steady, 0.5)),
       write_latency_during_move_p50_ms: round(quantile(during, 0.5)),
       write_latency_during_move_max_ms: round(quantile(during, 1)),
-      acknowledged_writes: acknowledged.length,
+      acknowledged_writes: writers.acknowledged.length,
       missing_acknowledged_writes: Number(missing.rows[0]!.n),
-      failed_requests: failed,
+      failed_requests: writers.failed,
     };
   };
 

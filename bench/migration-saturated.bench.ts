@@ -28,6 +28,7 @@ import { LOGICAL_REPLICATION_SETTINGS, type PostgresCluster, startCluster } from
 import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
 import { fragmentConfig, quantile } from './support/fragment-config.js';
+import { ItemWriters, MISSING_ITEMS_SQL } from './support/item-writers.js';
 import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000);
@@ -113,38 +114,14 @@ try {
   pool.on('error', () => {
     idleErrors++;
   });
-  const acknowledged: string[] = [];
-  const ackTimes: number[] = [];
-  const latencies: Array<[number, number]> = []; // [ack time, latency], performance.now()
-  let failed = 0;
-  const failures = new Set<string>();
-  let running = true;
-  const writers: Promise<void>[] = [];
-  const writeLoop = async (writer: number) => {
-    while (running) {
-      const started = performance.now();
-      try {
-        const { rows } = await pool.query<{ id: string }>(
-          `INSERT INTO items (writer, payload) VALUES ($1, 'x') RETURNING id::text`,
-          [writer],
-        );
-        const now = performance.now();
-        acknowledged.push(rows[0]!.id);
-        ackTimes.push(now);
-        latencies.push([now, now - started]);
-      } catch (error) {
-        failed++;
-        if (failures.size < 5) failures.add(String(error));
-      }
-    }
-  };
+  const writers = new ItemWriters(pool);
   /** Runs `count` insert loops (more are started, none stopped); resolves with their steady write rate. */
   const writeWith = async (count: number) => {
-    while (writers.length < count) writers.push(writeLoop(writers.length));
+    writers.grow(count);
     await new Promise((resolve) => setTimeout(resolve, 1000));
-    const steadyFrom = acknowledged.length;
+    const steadyFrom = writers.acknowledged.length;
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    return (acknowledged.length - steadyFrom) / 2;
+    return (writers.acknowledged.length - steadyFrom) / 2;
   };
 
   /** Samples the application's acknowledgements and `target`'s applied inserts until stopped. */
@@ -163,7 +140,7 @@ try {
           .catch(() => undefined);
         if (reading) {
           const appliedOnTarget = Number(reading.rows[0]!.n);
-          samples.push({ at: Date.now(), acknowledged: acknowledged.length, appliedOnTarget });
+          samples.push({ at: Date.now(), acknowledged: writers.acknowledged.length, appliedOnTarget });
         }
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
@@ -205,13 +182,8 @@ try {
     // Over the streaming phase when it lasted long enough for two readings, else the move.
     const window = sampler.samples.filter((x) => x.at >= streamingAt && x.at <= cutoverAt).length >= 2;
     const [rateFrom, rateTo] = window ? [streamingAt, cutoverAt] : [0, Number.POSITIVE_INFINITY];
-    let longest = 0;
-    let previous = from;
-    for (const at of ackTimes.filter((t) => t > from && t < to).concat(to)) {
-      longest = Math.max(longest, at - previous);
-      previous = at;
-    }
-    const during = latencies.filter(([at]) => at > from && at < to).map(([, l]) => l);
+    const longest = writers.longestPause(from, to);
+    const during = writers.latenciesBetween(from, to);
     if (migration.cutoverStrategy !== 'lag-threshold') saturatedPauses.push(longest);
     console.log(
       JSON.stringify({
@@ -233,8 +205,8 @@ try {
         write_latency_during_move_p50_ms: round(quantile(during, 0.5)),
         write_latency_during_move_p99_ms: round(quantile(during, 0.99)),
         write_latency_during_move_max_ms: round(quantile(during, 1)),
-        failed_requests: failed,
-        failures: [...failures],
+        failed_requests: writers.failed,
+        failures: [...writers.failures],
         sessions_terminated_by_drain: migration.sessionsTerminated,
         idle_connection_errors: idleErrors,
       }),
@@ -248,7 +220,7 @@ try {
     const steadyRate = await writeWith(writerCount);
     const move = on === 'one' ? { to: 'two', target: b, strategy } : { to: 'one', target: a, strategy };
     on = on === 'one' ? 'two' : 'one';
-    return moveOnce(move, writers.length, steadyRate);
+    return moveOnce(move, writers.count, steadyRate);
   };
   let saturated = false;
   for (const writerCount of WRITER_STEPS) {
@@ -256,33 +228,28 @@ try {
     if (saturated) break;
   }
   if (saturated) {
-    await moveWith('fence', writers.length);
+    await moveWith('fence', writers.count);
   } else {
     applyThrottled = true;
-    for (const strategy of ['synchronous-apply', 'fence']) await moveWith(strategy, writers.length);
+    for (const strategy of ['synchronous-apply', 'fence']) await moveWith(strategy, writers.count);
   }
-  running = false;
-  await Promise.all(writers);
+  await writers.stop();
   await pool.end();
   const check = new pg.Client((on === 'one' ? a : b).connectionConfig({ database: 'busy' }));
   await check.connect();
-  const missing = await check.query<{ n: string }>(
-    `SELECT count(*)::text AS n FROM unnest($1::bigint[]) AS acked(id)
-      WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.id = acked.id)`,
-    [acknowledged],
-  );
+  const missing = await check.query<{ n: string }>(MISSING_ITEMS_SQL, [writers.acknowledged]);
   await check.end();
   console.log(
     JSON.stringify({
       bench: 'migration-saturated-summary',
-      writers_max: writers.length,
+      writers_max: writers.count,
       saturated_moves: saturatedPauses.length,
       saturated_write_pause_p50_ms: round(quantile(saturatedPauses, 0.5)),
       saturated_write_pause_max_ms: round(quantile(saturatedPauses, 1)),
-      acknowledged_writes: acknowledged.length,
+      acknowledged_writes: writers.acknowledged.length,
       missing_acknowledged_writes: Number(missing.rows[0]!.n),
-      failed_requests: failed,
-      failures: [...failures],
+      failed_requests: writers.failed,
+      failures: [...writers.failures],
     }),
   );
 } finally {

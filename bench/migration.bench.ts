@@ -14,6 +14,7 @@ import { LOGICAL_REPLICATION_SETTINGS, startCluster } from 'hotload-test-support
 import pg from 'pg';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
 import { fragmentConfig, quantile } from './support/fragment-config.js';
+import { ItemWriters, MISSING_ITEMS_SQL } from './support/item-writers.js';
 import { createItemsTable } from './support/items-table.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -55,31 +56,10 @@ try {
     max: WRITERS,
     hotload: { source: { secretDirectory: secretDir }, drainTimeoutMillis: 10_000 },
   });
-  const acknowledged: string[] = [];
-  const ackTimes: number[] = [];
-  const latencies: Array<[number, number]> = []; // [ack time, latency]
-  let failed = 0;
-  let running = true;
-  const writers = Array.from({ length: WRITERS }, async (_, writer) => {
-    while (running) {
-      const started = performance.now();
-      try {
-        const { rows } = await pool.query<{ id: string }>(
-          `INSERT INTO items (writer, payload) VALUES ($1, 'x') RETURNING id::text`,
-          [writer],
-        );
-        const now = performance.now();
-        acknowledged.push(rows[0]!.id);
-        ackTimes.push(now);
-        latencies.push([now, now - started]);
-      } catch {
-        failed++;
-      }
-    }
-  });
+  const writers = new ItemWriters(pool).grow(WRITERS);
 
   await new Promise((resolve) => setTimeout(resolve, 2000));
-  const steadyLatencies = latencies.map(([, l]) => l);
+  const steadyLatencies = writers.latencies.map(([, l]) => l);
   const pauses: number[] = [];
   const moveSeconds: number[] = [];
   const labels = ['two', 'one'];
@@ -91,13 +71,8 @@ try {
     const to = performance.now();
     if (outcome.result !== 'moved') throw new Error(`move ${move} ended ${outcome.result}`);
     await new Promise((resolve) => setTimeout(resolve, 1000)); // writes resume on the target
-    let longest = 0;
-    let previous = from;
-    for (const at of ackTimes.filter((t) => t > from && t < to).concat(to)) {
-      longest = Math.max(longest, at - previous);
-      previous = at;
-    }
-    const during = latencies.filter(([at]) => at > (cutoverAt ?? from) && at < to + 1000).map(([, l]) => l);
+    const longest = writers.longestPause(from, to);
+    const during = writers.latenciesBetween(cutoverAt ?? from, to + 1000);
     const status = JSON.parse(await readFile(join(work, 'out', 'default', 'big.status.json'), 'utf8'));
     pauses.push(longest);
     moveSeconds.push((to - from) / 1000);
@@ -111,21 +86,16 @@ try {
         write_pause_ms: round(longest),
         write_latency_after_cutover_p50_ms: round(quantile(during, 0.5)),
         write_latency_after_cutover_max_ms: round(quantile(during, 1)),
-        failed_requests: failed,
+        failed_requests: writers.failed,
       }),
     );
   }
-  running = false;
-  await Promise.all(writers);
+  await writers.stop();
   await pool.end();
   const final = labels[(MOVES - 1) % 2] === 'two' ? b : a;
   const check = new pg.Client(final.connectionConfig({ database: 'big' }));
   await check.connect();
-  const missing = await check.query<{ n: string }>(
-    `SELECT count(*)::text AS n FROM unnest($1::bigint[]) AS acked(id)
-      WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.id = acked.id)`,
-    [acknowledged],
-  );
+  const missing = await check.query<{ n: string }>(MISSING_ITEMS_SQL, [writers.acknowledged]);
   await check.end();
   console.log(
     JSON.stringify({
@@ -137,9 +107,9 @@ try {
       write_pause_p50_ms: round(quantile(pauses, 0.5)),
       write_pause_max_ms: round(quantile(pauses, 1)),
       write_latency_steady_p50_ms: round(quantile(steadyLatencies, 0.5)),
-      acknowledged_writes: acknowledged.length,
+      acknowledged_writes: writers.acknowledged.length,
       missing_acknowledged_writes: Number(missing.rows[0]!.n),
-      failed_requests: failed,
+      failed_requests: writers.failed,
     }),
   );
 } finally {
