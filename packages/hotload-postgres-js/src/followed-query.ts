@@ -6,6 +6,7 @@ import {
   observeQuery,
   type PostgresJsQuery,
   type QueryObserver,
+  type SendQuery,
   sendQueryTo,
 } from './postgres-js-internals.js';
 
@@ -76,6 +77,16 @@ class FollowedQuery implements QueryObserver {
     this.#state = followStateOf(origin);
   }
 
+  dispatch(query: PostgresJsQuery, send: SendQuery): void {
+    const admission = this.#state.admission;
+    if (admission !== undefined) {
+      admission.dispatch(this, query, send);
+      return;
+    }
+    this.sent();
+    send(query);
+  }
+
   sent(): void {
     const query = this.query!;
     this.#running?.delete(query);
@@ -85,6 +96,7 @@ class FollowedQuery implements QueryObserver {
 
   settled(): void {
     this.#running?.delete(this.query!);
+    this.#state.admission?.released();
   }
 
   failed(error: unknown, reject: (error: unknown) => void): void {

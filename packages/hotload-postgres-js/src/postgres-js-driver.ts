@@ -11,6 +11,7 @@ import { BudgetedSockets, type SocketFactory, withCancelsUnbudgeted } from './bu
 import { followStateOf } from './follow-state.js';
 import { cancelQuery } from './postgres-js-internals.js';
 import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
+import { QueryAdmission } from './query-admission.js';
 import { openVerifyConnection, typesKnownFor } from './verify-connection.js';
 
 /** One generation: one `postgres()` instance. */
@@ -106,6 +107,8 @@ export class PostgresJsDriver
       },
     };
     socketsOf.set(generation, sockets);
+    const follow = followStateOf(generation);
+    follow.admission = new QueryAdmission(sockets, follow.running);
     return generation;
   }
 
