@@ -63,8 +63,8 @@ const FLEET_DRIVERS: Readonly<Record<string, string>> = {
 type FromPool =
   | { kind: 'warm' }
   | { kind: 'switched'; firstAnswerAt: number }
-  | { kind: 'drained' }
-  | { kind: 'stopped'; failed: number };
+  | { kind: 'drained'; drainedAt: number }
+  | { kind: 'stopped'; failed: number; heldFailed: number };
 
 /** Messages the parent sends each pool's process. */
 type ToPool = { kind: 'expect'; user: string } | { kind: 'stop' };
@@ -89,9 +89,12 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
   // every worker of this pool has answered as the new user.
   const held = await Promise.all(Array.from({ length: heldCount }, () => subject.hold()));
   for (const transaction of held) await transaction.query('BEGIN');
+  // A held transaction force-closed at the drain deadline fails its COMMIT: counted, and
+  // caught, so that it cannot end this process as an unhandled rejection.
+  let heldFailed = 0;
   const commitHeld = async () => {
     for (const transaction of held) {
-      await transaction.query('COMMIT');
+      await transaction.query('COMMIT').catch(() => heldFailed++);
       await transaction.release();
     }
   };
@@ -101,7 +104,7 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
   let wanted: string | undefined;
   let warmWorkers = 0;
   let switchedSent = false;
-  subject.events.on('drained', () => send({ kind: 'drained' }));
+  subject.events.on('drained', () => send({ kind: 'drained', drainedAt: now() }));
   let switchedWorkers = 0;
   const work = async () => {
     let warm = false;
@@ -131,7 +134,7 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
     stopping = true;
     await Promise.all(workers);
     await subject.end();
-    send({ kind: 'stopped', failed });
+    send({ kind: 'stopped', failed, heldFailed });
     process.disconnect();
   });
 }
@@ -215,11 +218,13 @@ async function measure(
   const { swappedAt } = await secret.write(cluster, 'app_b', passwords.app_b);
   const swapAt = swappedAt!;
   const latencies = (await switched).map((message) => message.firstAnswerAt - swapAt);
-  await drained;
+  const lastDrainedAt = Math.max(...(await drained).map((message) => message.drainedAt));
   await sampler.stop();
   const stopped = allSent(children, 'stopped');
   for (const child of children) child.send({ kind: 'stop' } satisfies ToPool);
-  const failed = (await stopped).reduce((sum, message) => sum + message.failed, 0);
+  const stoppedPools = await stopped;
+  const failed = stoppedPools.reduce((sum, message) => sum + message.failed, 0);
+  const heldFailed = stoppedPools.reduce((sum, message) => sum + message.heldFailed, 0);
   await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
   await sampler.client.end();
   secret.remove();
@@ -241,8 +246,11 @@ async function measure(
       peak_vs_steady: Number((peak / steady).toFixed(3)),
       budget_bound: pools * (MAX + 1),
       failed,
+      held_failed: heldFailed,
       switch_p50_ms: ms(percentile(latencies, 0.5)),
       switch_p99_ms: ms(percentile(latencies, 0.99)),
+      // Swap → the last pool's old generation drained (60 s, the drain deadline, means a stall).
+      last_drained_ms: ms(lastDrainedAt - swapAt),
     }),
   );
 }
