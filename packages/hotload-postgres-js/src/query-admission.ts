@@ -54,6 +54,12 @@ export class QueryAdmission {
 
   /** Hands `query` to the instance (`send`) once it can run there without waiting for budget. */
   dispatch(followed: AdmittedQuery, query: PostgresJsQuery, send: SendQuery): void {
+    // Checked before anything is made: this runs for every query.
+    if (this.#held.length === 0 && this.#hasRoom()) {
+      followed.sent();
+      send(query);
+      return;
+    }
     const held: HeldQuery = { followed, query, send };
     if (this.#held.length === 0 && this.#admit(held)) return;
     this.#held.push(held);
@@ -101,7 +107,7 @@ export class QueryAdmission {
   /** Sends `held` if it can run without waiting for budget; returns whether it did. */
   #admit(held: HeldQuery): boolean {
     const sockets = this.sockets;
-    if (sockets.retired || sockets.full || this.running.size + this.#holds < sockets.open) {
+    if (this.#hasRoom()) {
       this.#send(held);
       return true;
     }
@@ -110,6 +116,16 @@ export class QueryAdmission {
     // It found a free connection after all: nothing is asked for.
     if (isOnConnection(held.query)) sockets.refund();
     return true;
+  }
+
+  /**
+   * Whether the instance runs a query now without opening a connection: one is free, or
+   * it opens no more (it queues the query for the first that frees). A retired
+   * generation's connections do not wait for budget.
+   */
+  #hasRoom(): boolean {
+    const sockets = this.sockets;
+    return this.running.size + this.#holds < sockets.open || sockets.full || sockets.retired;
   }
 
   #send({ followed, query, send }: HeldQuery): void {
