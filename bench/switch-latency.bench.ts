@@ -66,7 +66,8 @@ import postgres from 'postgres';
 import { DRIVERS, type Driver, type Subject } from '../test/contract/subjects.js';
 
 const WORKERS = 8;
-const SWITCHES = 20;
+/** Switches per driver and case (`SWITCH_LATENCY_SWITCHES`, default 20): more make the p50 steadier on a busy machine. */
+const SWITCHES = Number(process.env.SWITCH_LATENCY_SWITCHES ?? 20);
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);
