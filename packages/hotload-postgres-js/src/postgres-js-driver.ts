@@ -117,7 +117,7 @@ export class PostgresJsDriver
    * the budget as its `+ 1`), released afterwards: the connection the generation then
    * serves with first (one handshake per switch). When the serving generation already
    * knows the server's array types, that connection does not fetch them again (see
-   * {@link openVerifyConnection}).
+   * `verify-connection.ts`).
    */
   async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
     socketsOf.get(candidate)?.verifyNext();
