@@ -23,14 +23,18 @@
  *
  * Run: `node --import tsx bench/fleet-switch.bench.ts [--pools 50] [--driver pg] [--held 8]`.
  *
- * postgres.js (`--driver postgres-js`, with its connection budget; one run each, 2 shared
- * cores): `--pools 10`: steady 80, peak 83 (1.038), 0 failed, switch p50 780 / p99 1,360 ms
- * (load average 10 → 36), and 80 / 85 (1.063), 0 failed, 1,199 / 1,562 ms in a second run;
- * `--pools 50`: steady 400, peak 402 (1.005), 0 failed, switch
- * p50 3.6 / p99 10.3 s (load average 30 → 90). With `--held` it stalls until the drain
- * deadline: postgres.js hands each waiting worker's query to a connection that waits for
- * the old generation's budget, and the held transactions end only once every worker has
- * answered as the new user (see hotload-postgres-js's README, "Known limits").
+ * postgres.js (`--driver postgres-js`, with its connection budget and query admission;
+ * one run each, 2 shared cores): `--pools 10 --held 8`: steady 100, peak 104 (1.04), 0
+ * failed, 0 held transactions failed, switch p50 170 / p99 198 ms, last pool drained
+ * 0.9 s after the swap (load average 8 → 17); again 100 / 103, p50 737 / p99 975 ms,
+ * drained 3.8 s (17 → 22). Before the admission the same run stalled until the 60 s drain
+ * deadline (`last_drained_ms` 60,336, `held_failed` 80): postgres.js handed each waiting
+ * worker's query to a connection that waited for the old generation's budget.
+ * `--pools 50`: steady 400, peak 404 (1.01), 0 failed, switch p50 4.07 / p99 12.4 s,
+ * last drained 12.8 s (load average 12 → 91). Before: `--pools 10` 80 / 83 and 80 / 85,
+ * p50 0.8–1.2 s; `--pools 50` 400 / 402, p50 3.6 / p99 10.3 s.
+ * `held_failed` counts held transactions whose COMMIT failed (force-closed at the drain
+ * deadline); `last_drained_ms` is the swap → the last pool's old generation drained.
  */
 
 import { fork } from 'node:child_process';
