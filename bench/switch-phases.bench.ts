@@ -23,7 +23,7 @@
  * Figures (load average 4.3–5.1, alternated with the code before in one session): total
  * 43.9 and 38.0 ms against a 38.6 and 33.9 ms floor (1.14, 1.12); before, 51.3 and 49.2
  * against 32.5 and 28.7 (1.58, 1.71), the verify connection's login phase 15–17 ms with
- * its array-type fetch and 7–8 ms without. Detection 3.5–6.3 ms and swap → first answer
+ * its array-type fetch and 7–8 ms without. Detection 3.5–6.3 ms and `switch` → first answer
  * after the switch 8.7–12.5 ms in both; pbkdf2 0.7 ms per login.
  */
 import crypto from 'node:crypto';
