@@ -77,9 +77,10 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
       // A transaction's body gets its `sql` scoped; listen's callbacks get payloads, not an `sql`.
       const callArgs = property === 'begin' ? withScopedCallbacks(args, on, () => (started = true)) : args;
       if (property === 'listen') return Reflect.apply(method, on.sql, callArgs);
-      // A transaction or a reserved connection keeps a connection of the instance busy.
+      // A transaction or a reserved connection keeps a connection of the instance busy:
+      // it waits for one as a query does (see QueryAdmission).
       const admission = followStateOf(on).admission;
-      admission?.occupy();
+      await admission?.enter();
       const vacate = () => admission?.vacate();
       const result: unknown = await Reflect.apply(method, on.sql, callArgs).catch((error: unknown) => {
         vacate();

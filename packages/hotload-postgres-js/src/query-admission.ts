@@ -6,11 +6,12 @@ export interface AdmittedQuery {
   sent(): void;
 }
 
-/** A query kept back until the instance can run it without a new connection that waits. */
-interface HeldQuery {
-  readonly followed: AdmittedQuery;
-  readonly query: PostgresJsQuery;
-  readonly send: SendQuery;
+/** Work kept back until the instance can run it without a new connection that waits. */
+interface Waiting {
+  /** Hands it to the instance; `paid`: a connection was counted against the budget for it. */
+  admit(paid: boolean): void;
+  /** The generation was retired first. */
+  refuse(error: unknown): void;
 }
 
 /**
@@ -30,15 +31,18 @@ interface HeldQuery {
  *
  * Otherwise the query is held here, first come first served, until a query or held
  * connection of the instance ends (a connection is free again) or the budget allows a
- * connection. The held queries of a generation retired meanwhile fail with
- * `RetiredBeforeConnectError`, which sends them to the serving generation.
+ * connection. A `sql.begin` or `sql.reserve` waits its turn the same way
+ * ({@link QueryAdmission.enter}), and occupies a connection until it ends. What is held
+ * when the generation is retired fails with `RetiredBeforeConnectError`, which sends it
+ * to the serving generation.
  */
 export class QueryAdmission {
-  readonly #held: HeldQuery[] = [];
-  /** Set while waiting for the budget on behalf of the held queries. */
+  readonly #waiting: Waiting[] = [];
+  /** Set while waiting for the budget on behalf of the waiting work. */
   #awaitingBudget = false;
   /** Connections held by `sql.begin` / `sql.reserve` (they take a connection for a while). */
   #holds = 0;
+  /** Set while a look at the waiting work is queued (see {@link QueryAdmission.released}). */
   #recheckQueued = false;
 
   constructor(
@@ -47,118 +51,136 @@ export class QueryAdmission {
     private readonly running: ReadonlySet<unknown>,
   ) {}
 
-  /** Queries held now, for diagnostics and tests. */
-  get held(): number {
-    return this.#held.length;
+  /** Queries, transactions and reservations waiting now, for diagnostics and tests. */
+  get waiting(): number {
+    return this.#waiting.length;
   }
 
   /** Hands `query` to the instance (`send`) once it can run there without waiting for budget. */
   dispatch(followed: AdmittedQuery, query: PostgresJsQuery, send: SendQuery): void {
     // Checked before anything is made: this runs for every query.
-    if (this.#held.length === 0 && this.#hasRoom()) {
+    if (this.#waiting.length === 0 && this.#hasRoom()) {
       followed.sent();
       send(query);
       return;
     }
-    const held: HeldQuery = { followed, query, send };
-    if (this.#held.length === 0 && this.#admit(held)) return;
-    this.#held.push(held);
-    this.#awaitBudget();
+    this.#enqueue({
+      admit: (paid) => {
+        followed.sent();
+        send(query);
+        // It found a free connection after all: nothing is asked for.
+        if (paid && isOnConnection(query)) this.sockets.refund();
+      },
+      refuse: (error) => failQuery(query, error),
+    });
   }
 
-  /** A `sql.begin` / `sql.reserve` takes a connection of the instance until {@link QueryAdmission.vacate}. */
-  occupy(): void {
-    this.#holds++;
+  /**
+   * Resolves once a `sql.begin` / `sql.reserve` may go to the instance, counted as
+   * occupying one of its connections until {@link QueryAdmission.vacate}; rejects with
+   * `RetiredBeforeConnectError` if the generation is retired first.
+   */
+  enter(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const entering: Waiting = {
+        // A connection paid for is kept for the instance's next connect (this one's, unless
+        // a connection frees first: then the next one the instance opens uses it).
+        admit: () => {
+          this.#holds++;
+          resolve();
+        },
+        refuse: reject,
+      };
+      if (this.#waiting.length === 0 && this.#hasRoom()) entering.admit(false);
+      else this.#enqueue(entering);
+    });
   }
 
-  /** A connection taken with {@link QueryAdmission.occupy} is given back. */
+  /** A connection taken through {@link QueryAdmission.enter} is given back. */
   vacate(): void {
     this.#holds--;
     this.released();
   }
 
   /**
-   * A followed query of the instance ended (or a held connection was given back). Held
-   * queries are looked at once postgres.js has finished with the connection (it marks it
-   * free after the query's outcome, in the same turn).
+   * A followed query of the instance ended (or a held connection was given back). The
+   * waiting work is looked at once postgres.js has finished with the connection (it marks
+   * it free after the query's outcome, in the same turn).
    */
   released(): void {
-    if (this.#held.length === 0 || this.#recheckQueued) return;
+    if (this.#waiting.length === 0 || this.#recheckQueued) return;
     this.#recheckQueued = true;
     queueMicrotask(() => {
       this.#recheckQueued = false;
-      this.#admitHeld();
+      this.#admitWaiting();
     });
   }
 
-  #admitHeld(): void {
+  #enqueue(work: Waiting): void {
+    if (this.#waiting.length === 0 && this.#tryAdmit(work)) return;
+    this.#waiting.push(work);
+    this.#awaitBudget();
+  }
+
+  #admitWaiting(): void {
     if (this.sockets.retired) {
-      this.#refuseHeld(this.sockets.retiring.reason);
+      this.#refuseWaiting(this.sockets.retiring.reason);
       return;
     }
-    for (let first = this.#held.shift(); first !== undefined; first = this.#held.shift()) {
-      if (!this.#admit(first)) {
-        this.#held.unshift(first);
+    for (let first = this.#waiting.shift(); first !== undefined; first = this.#waiting.shift()) {
+      if (!this.#tryAdmit(first)) {
+        this.#waiting.unshift(first);
         return;
       }
     }
   }
 
-  /** Sends `held` if it can run without waiting for budget; returns whether it did. */
-  #admit(held: HeldQuery): boolean {
-    const sockets = this.sockets;
+  /** Admits `work` if it can run without waiting for budget; returns whether it did. */
+  #tryAdmit(work: Waiting): boolean {
     if (this.#hasRoom()) {
-      this.#send(held);
+      work.admit(false);
       return true;
     }
-    if (!sockets.prepay()) return false;
-    this.#send(held);
-    // It found a free connection after all: nothing is asked for.
-    if (isOnConnection(held.query)) sockets.refund();
+    if (!this.sockets.prepay()) return false;
+    work.admit(true);
     return true;
   }
 
   /**
-   * Whether the instance runs a query now without opening a connection: one is free, or
-   * it opens no more (it queues the query for the first that frees). A retired
-   * generation's connections do not wait for budget.
+   * Whether the instance runs work now without opening a connection: one is free, or it
+   * opens no more (it queues the work for the first that frees). A retired generation's
+   * connections do not wait for budget.
    */
   #hasRoom(): boolean {
     const sockets = this.sockets;
     return this.running.size + this.#holds < sockets.open || sockets.full || sockets.retired;
   }
 
-  #send({ followed, query, send }: HeldQuery): void {
-    followed.sent();
-    send(query);
-  }
-
-  /** While queries are held, waits for the budget to allow one more connection, and sends the first. */
+  /** While work waits, waits for the budget to allow one more connection, and admits the first. */
   #awaitBudget(): void {
     if (this.#awaitingBudget) return;
     this.#awaitingBudget = true;
     this.sockets.waitForBudget().then(
       () => {
         this.#awaitingBudget = false;
-        const first = this.#held.shift();
+        const first = this.#waiting.shift();
         if (first === undefined) {
           this.sockets.refund();
           return;
         }
-        this.#send(first);
-        if (isOnConnection(first.query)) this.sockets.refund();
-        this.#admitHeld();
-        if (this.#held.length > 0) this.#awaitBudget();
+        first.admit(true);
+        this.#admitWaiting();
+        if (this.#waiting.length > 0) this.#awaitBudget();
       },
       (error: unknown) => {
         this.#awaitingBudget = false;
-        this.#refuseHeld(error);
+        this.#refuseWaiting(error);
       },
     );
   }
 
-  /** The generation was retired (`error` says so): its held queries run on the serving one. */
-  #refuseHeld(error: unknown): void {
-    for (const { query } of this.#held.splice(0)) failQuery(query, error);
+  /** The generation was retired (`error` says so): what waits runs on the serving generation. */
+  #refuseWaiting(error: unknown): void {
+    for (const work of this.#waiting.splice(0)) work.refuse(error);
   }
 }

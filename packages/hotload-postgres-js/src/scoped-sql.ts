@@ -24,7 +24,7 @@ export function scopedSql<S extends object>(
   return new Proxy(sql, {
     apply: (target, thisArg, args: unknown[]) => {
       const result: unknown = Reflect.apply(target as (...a: unknown[]) => unknown, thisArg, args);
-      followQuery(result, generation, stay);
+      followQuery(result, generation, stay, undefined, true);
       return result;
     },
     get: (target, property) => {
@@ -44,7 +44,7 @@ export function scopedSql<S extends object>(
       if (!RETURNS_QUERY.has(property)) return value.bind(target);
       return (...args: unknown[]) => {
         const result: unknown = Reflect.apply(value, target, args);
-        followQuery(result, generation, stay);
+        followQuery(result, generation, stay, undefined, true);
         return result;
       };
     },
