@@ -27,7 +27,8 @@
  * one run each, 2 shared cores): `--pools 10 --held 8`: steady 100, peak 104 (1.04), 0
  * failed, 0 held transactions failed, switch p50 170 / p99 198 ms, last pool drained
  * 0.9 s after the swap (load average 8 → 17); again 100 / 103, p50 737 / p99 975 ms,
- * drained 3.8 s (17 → 22). Before the admission the same run stalled until the 60 s drain
+ * drained 3.8 s (17 → 22); with `sql.begin`/`sql.reserve` admitted too: 100 / 100, p50
+ * 378 / p99 447 ms, drained 1.1 s (13 → 20). Before the admission the same run stalled until the 60 s drain
  * deadline (`last_drained_ms` 60,336, `held_failed` 80): postgres.js handed each waiting
  * worker's query to a connection that waited for the old generation's budget.
  * `--pools 50`: steady 400, peak 404 (1.01), 0 failed, switch p50 4.07 / p99 12.4 s,
