@@ -23,14 +23,19 @@
  *
  * Run: `node --import tsx bench/fleet-switch.bench.ts [--pools 50] [--driver pg] [--held 8]`.
  *
- * postgres.js (`--driver postgres-js`, with its connection budget; one run each, 2 shared
- * cores): `--pools 10`: steady 80, peak 83 (1.038), 0 failed, switch p50 780 / p99 1,360 ms
- * (load average 10 → 36), and 80 / 85 (1.063), 0 failed, 1,199 / 1,562 ms in a second run;
- * `--pools 50`: steady 400, peak 402 (1.005), 0 failed, switch
- * p50 3.6 / p99 10.3 s (load average 30 → 90). With `--held` it stalls until the drain
- * deadline: postgres.js hands each waiting worker's query to a connection that waits for
- * the old generation's budget, and the held transactions end only once every worker has
- * answered as the new user (see hotload-postgres-js's README, "Known limits").
+ * postgres.js (`--driver postgres-js`, with its connection budget and query admission;
+ * one run each, 2 shared cores): `--pools 10 --held 8`: steady 100, peak 104 (1.04), 0
+ * failed, 0 held transactions failed, switch p50 170 / p99 198 ms, last pool drained
+ * 0.9 s after the swap (load average 8 → 17); again 100 / 103, p50 737 / p99 975 ms,
+ * drained 3.8 s (17 → 22); with `sql.begin`/`sql.reserve` admitted too: 100 / 100, p50
+ * 378 / p99 447 ms, drained 1.1 s (13 → 20). Before the admission the same run stalled until the 60 s drain
+ * deadline (`last_drained_ms` 60,336, `held_failed` 80): postgres.js handed each waiting
+ * worker's query to a connection that waited for the old generation's budget.
+ * `--pools 50`: steady 400, peak 404 (1.01), 0 failed, switch p50 4.07 / p99 12.4 s,
+ * last drained 12.8 s (load average 12 → 91). Before: `--pools 10` 80 / 83 and 80 / 85,
+ * p50 0.8–1.2 s; `--pools 50` 400 / 402, p50 3.6 / p99 10.3 s.
+ * `held_failed` counts held transactions whose COMMIT failed (force-closed at the drain
+ * deadline); `last_drained_ms` is the swap → the last pool's old generation drained.
  */
 
 import { fork } from 'node:child_process';
@@ -63,8 +68,8 @@ const FLEET_DRIVERS: Readonly<Record<string, string>> = {
 type FromPool =
   | { kind: 'warm' }
   | { kind: 'switched'; firstAnswerAt: number }
-  | { kind: 'drained' }
-  | { kind: 'stopped'; failed: number };
+  | { kind: 'drained'; drainedAt: number }
+  | { kind: 'stopped'; failed: number; heldFailed: number };
 
 /** Messages the parent sends each pool's process. */
 type ToPool = { kind: 'expect'; user: string } | { kind: 'stop' };
@@ -89,9 +94,12 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
   // every worker of this pool has answered as the new user.
   const held = await Promise.all(Array.from({ length: heldCount }, () => subject.hold()));
   for (const transaction of held) await transaction.query('BEGIN');
+  // A held transaction force-closed at the drain deadline fails its COMMIT: counted, and
+  // caught, so that it cannot end this process as an unhandled rejection.
+  let heldFailed = 0;
   const commitHeld = async () => {
     for (const transaction of held) {
-      await transaction.query('COMMIT');
+      await transaction.query('COMMIT').catch(() => heldFailed++);
       await transaction.release();
     }
   };
@@ -101,7 +109,7 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
   let wanted: string | undefined;
   let warmWorkers = 0;
   let switchedSent = false;
-  subject.events.on('drained', () => send({ kind: 'drained' }));
+  subject.events.on('drained', () => send({ kind: 'drained', drainedAt: now() }));
   let switchedWorkers = 0;
   const work = async () => {
     let warm = false;
@@ -131,7 +139,7 @@ async function runPool(driverName: string, secretPath: string, heldCount: number
     stopping = true;
     await Promise.all(workers);
     await subject.end();
-    send({ kind: 'stopped', failed });
+    send({ kind: 'stopped', failed, heldFailed });
     process.disconnect();
   });
 }
@@ -215,11 +223,13 @@ async function measure(
   const { swappedAt } = await secret.write(cluster, 'app_b', passwords.app_b);
   const swapAt = swappedAt!;
   const latencies = (await switched).map((message) => message.firstAnswerAt - swapAt);
-  await drained;
+  const lastDrainedAt = Math.max(...(await drained).map((message) => message.drainedAt));
   await sampler.stop();
   const stopped = allSent(children, 'stopped');
   for (const child of children) child.send({ kind: 'stop' } satisfies ToPool);
-  const failed = (await stopped).reduce((sum, message) => sum + message.failed, 0);
+  const stoppedPools = await stopped;
+  const failed = stoppedPools.reduce((sum, message) => sum + message.failed, 0);
+  const heldFailed = stoppedPools.reduce((sum, message) => sum + message.heldFailed, 0);
   await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)));
   await sampler.client.end();
   secret.remove();
@@ -241,8 +251,11 @@ async function measure(
       peak_vs_steady: Number((peak / steady).toFixed(3)),
       budget_bound: pools * (MAX + 1),
       failed,
+      held_failed: heldFailed,
       switch_p50_ms: ms(percentile(latencies, 0.5)),
       switch_p99_ms: ms(percentile(latencies, 0.99)),
+      // Swap → the last pool's old generation drained (60 s, the drain deadline, means a stall).
+      last_drained_ms: ms(lastDrainedAt - swapAt),
     }),
   );
 }

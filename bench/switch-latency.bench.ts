@@ -37,6 +37,12 @@
  * floor alone is the lower one. An independent measurement that takes the floor at the
  * same moment should compare with `load_vs_floor`.
  *
+ * postgres.js (`SWITCH_LATENCY_CASES=password SWITCH_LATENCY_DRIVERS=postgres.js
+ * SWITCH_LATENCY_SWITCHES=40`, load average 5–10, alternated with the code before in one
+ * session): `load_vs_floor` 1.01, 1.30, 1.38 once its verify connection stopped fetching
+ * the array types again (before: 1.40, 1.08, 1.51); swap → `switch` 24–35 ms (before
+ * 38–39). `switch-phases.bench.ts` shows where the rest goes.
+ *
  * The TLS case (`case: "tls-client-cert"`): the same switches over TLS with cert
  * authentication and no password, the way cert-manager rotates a client certificate: the
  * Secret folder (cert-manager's `tls.crt`, `tls.key`, `ca.crt` beside the connection keys,
@@ -66,7 +72,8 @@ import postgres from 'postgres';
 import { DRIVERS, type Driver, type Subject } from '../test/contract/subjects.js';
 
 const WORKERS = 8;
-const SWITCHES = 20;
+/** Switches per driver and case (`SWITCH_LATENCY_SWITCHES`, default 20): more make the p50 steadier on a busy machine. */
+const SWITCHES = Number(process.env.SWITCH_LATENCY_SWITCHES ?? 20);
 
 const percentile = (values: number[], p: number) => {
   const sorted = [...values].sort((a, b) => a - b);

@@ -50,6 +50,12 @@ export class BudgetedSockets {
   #instanceOptions: object | undefined;
   /** Connections waiting for budget now. */
   #waiting = 0;
+  /**
+   * Budget already counted for connections the instance is about to ask for: taken when
+   * hotload handed it a query that makes it open one (see `QueryAdmission`), used by the
+   * next connection it asks for.
+   */
+  #prepaid = 0;
   /** Aborted once the generation stops serving: its connections still waiting for budget give up. */
   readonly #retiring = new AbortController();
 
@@ -62,6 +68,58 @@ export class BudgetedSockets {
   /** Connections of the instance open now (or closing). */
   get open(): number {
     return this.#open;
+  }
+
+  /** Whether the generation stopped serving (its connections no longer wait for budget). */
+  get retired(): boolean {
+    return this.#retiring.signal.aborted;
+  }
+
+  /**
+   * Whether postgres.js opens no more connections for this instance (its `max` are open,
+   * asked for, or paid for): it then queues a query until one of them is free, or
+   * pipelines it on a busy one.
+   */
+  get full(): boolean {
+    const max = (this.#instanceOptions as { max?: number } | undefined)?.max ?? 0;
+    return this.#open + this.#waiting + this.#prepaid >= max;
+  }
+
+  /**
+   * Counts a connection against the budget now if it allows one at once, for the next
+   * connection the instance asks for; returns whether it did.
+   */
+  prepay(): boolean {
+    if (this.#retiring.signal.aborted || !this.budget.tryTake()) return false;
+    this.#prepaid++;
+    return true;
+  }
+
+  /**
+   * Resolves once the budget allows one more connection, counted as prepaid (see
+   * {@link BudgetedSockets.prepay}); rejects with {@link RetiredBeforeConnectError} if the
+   * generation is retired first.
+   */
+  async waitForBudget(): Promise<void> {
+    const retiring = this.#retiring.signal;
+    await this.budget.take(retiring);
+    if (retiring.aborted) {
+      this.budget.give();
+      throw retiring.reason;
+    }
+    this.#prepaid++;
+  }
+
+  /** A prepaid connection was not asked for after all (the query found a free connection): the budget gets it back. */
+  refund(): void {
+    if (this.#prepaid === 0) return;
+    this.#prepaid--;
+    this.budget.give();
+  }
+
+  /** Aborted once the generation stops serving. */
+  get retiring(): AbortSignal {
+    return this.#retiring.signal;
   }
 
   /** Ties the counting to the instance built with {@link BudgetedSockets.factory} (its `sql.options`). */
@@ -82,6 +140,8 @@ export class BudgetedSockets {
    */
   retire(generationId: number): Promise<void> {
     this.#retiring.abort(new RetiredBeforeConnectError(generationId));
+    // Connections asked for from now on open beyond the budget: what was paid goes back.
+    while (this.#prepaid > 0) this.refund();
     if (this.#waiting === 0) return Promise.resolve();
     // postgres.js fails the query in its own promise reactions: all run before the check phase.
     return new Promise((resolve) => setImmediate(resolve));
@@ -98,6 +158,8 @@ export class BudgetedSockets {
       // failing it now would leave postgres.js's end() waiting for it until its timeout.
       this.#verifyNext = false;
       this.budget.takeVerify();
+    } else if (this.#prepaid > 0) {
+      this.#prepaid--;
     } else {
       this.#waiting++;
       try {

@@ -1,5 +1,6 @@
 import type { ForceClosedError } from 'hotload-core';
 import type { PostgresJsQuery } from './postgres-js-internals.js';
+import type { QueryAdmission } from './query-admission.js';
 
 /** What hotload follows of one generation's queries (kept off the public `PostgresGeneration`). */
 export interface FollowState {
@@ -7,6 +8,8 @@ export interface FollowState {
   readonly running: Set<PostgresJsQuery>;
   /** Set at the drain deadline: what still fails on the generation fails with it. */
   forceClosed: ForceClosedError | undefined;
+  /** When queries go to the generation's instance (set once the generation is built). */
+  admission: QueryAdmission | undefined;
 }
 
 // Keyed by the generation object (a `PostgresGeneration`), typed loosely so that the driver
@@ -17,7 +20,7 @@ const states = new WeakMap<object, FollowState>();
 export function followStateOf(generation: object): FollowState {
   let state = states.get(generation);
   if (state === undefined) {
-    state = { running: new Set(), forceClosed: undefined };
+    state = { running: new Set(), forceClosed: undefined, admission: undefined };
     states.set(generation, state);
   }
   return state;

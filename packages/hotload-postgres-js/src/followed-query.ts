@@ -6,6 +6,7 @@ import {
   observeQuery,
   type PostgresJsQuery,
   type QueryObserver,
+  type SendQuery,
   sendQueryTo,
 } from './postgres-js-internals.js';
 
@@ -46,15 +47,19 @@ export type ReportFailure = (generation: PostgresGeneration, error: Error) => vo
  *   the connection budget runs on the serving generation. Any other failure is
  *   postgres.js's own;
  * - its final failure goes to `report` (the lifecycle's `reportError`: a lost connection
- *   may mean the primary moved).
+ *   may mean the primary moved);
+ * - unless it runs on a connection already taken (`onOwnConnection`: a transaction's or a
+ *   reserved connection's query), it goes to the instance through the generation's
+ *   admission (see `QueryAdmission`).
  */
 export function followQuery(
   value: unknown,
   generation: PostgresGeneration,
   next: NextGeneration,
   report?: ReportFailure,
+  onOwnConnection = false,
 ): void {
-  const followed = new FollowedQuery(generation, next, report);
+  const followed = new FollowedQuery(generation, next, report, onOwnConnection);
   followed.query = observeQuery(value, followed);
 }
 
@@ -71,9 +76,21 @@ class FollowedQuery implements QueryObserver {
     readonly origin: PostgresGeneration,
     readonly next: NextGeneration,
     readonly report: ReportFailure | undefined,
+    /** It runs on a connection already taken: it never waits for the admission. */
+    readonly onOwnConnection: boolean,
   ) {
     this.#on = origin;
     this.#state = followStateOf(origin);
+  }
+
+  dispatch(query: PostgresJsQuery, send: SendQuery): void {
+    const admission = this.#state.admission;
+    if (admission !== undefined && !this.onOwnConnection) {
+      admission.dispatch(this, query, send);
+      return;
+    }
+    this.sent();
+    send(query);
   }
 
   sent(): void {
@@ -85,6 +102,7 @@ class FollowedQuery implements QueryObserver {
 
   settled(): void {
     this.#running?.delete(this.query!);
+    this.#state.admission?.released();
   }
 
   failed(error: unknown, reject: (error: unknown) => void): void {

@@ -1,5 +1,6 @@
 import { GenerationManager, type LifecycleOptions, resolveLifecycleOptions } from 'hotload-core';
 import type postgres from 'postgres';
+import { followStateOf } from './follow-state.js';
 import { followQuery, type NextGeneration, type ReportFailure, retryRefusedLogin } from './followed-query.js';
 import { type PostgresGeneration, PostgresJsDriver } from './postgres-js-driver.js';
 import type { PostgresOptions } from './postgres-options.js';
@@ -75,8 +76,19 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
       const method = Reflect.get(on.sql, property) as (...a: unknown[]) => Promise<unknown>;
       // A transaction's body gets its `sql` scoped; listen's callbacks get payloads, not an `sql`.
       const callArgs = property === 'begin' ? withScopedCallbacks(args, on, () => (started = true)) : args;
-      const result = await Reflect.apply(method, on.sql, callArgs);
-      return property === 'reserve' ? scopedSql(result as object, on) : result;
+      if (property === 'listen') return Reflect.apply(method, on.sql, callArgs);
+      // A transaction or a reserved connection keeps a connection of the instance busy:
+      // it waits for one as a query does (see QueryAdmission).
+      const admission = followStateOf(on).admission;
+      await admission?.enter();
+      const vacate = () => admission?.vacate();
+      const result: unknown = await Reflect.apply(method, on.sql, callArgs).catch((error: unknown) => {
+        vacate();
+        throw error;
+      });
+      if (property === 'reserve') return scopedSql(result as object, on, vacate);
+      vacate();
+      return result;
     };
     return reported(
       generation,

@@ -11,6 +11,8 @@ import { BudgetedSockets, type SocketFactory, withCancelsUnbudgeted } from './bu
 import { followStateOf } from './follow-state.js';
 import { cancelQuery } from './postgres-js-internals.js';
 import { type PostgresOptions, toPostgresOptions } from './postgres-options.js';
+import { QueryAdmission } from './query-admission.js';
+import { openVerifyConnection, typesKnownFor } from './verify-connection.js';
 
 /** One generation: one `postgres()` instance. */
 export interface PostgresGeneration {
@@ -105,22 +107,21 @@ export class PostgresJsDriver
       },
     };
     socketsOf.set(generation, sockets);
+    const follow = followStateOf(generation);
+    follow.admission = new QueryAdmission(sockets, follow.running);
     return generation;
   }
 
   /**
-   * Verifies `candidate` on one reserved connection (`sql.reserve()`, its instance's
-   * first, opened beyond the budget as its `+ 1`), released afterwards: the connection the
-   * generation then serves with first (one handshake per switch).
+   * Verifies `candidate` on one reserved connection (its instance's first, opened beyond
+   * the budget as its `+ 1`), released afterwards: the connection the generation then
+   * serves with first (one handshake per switch). When the serving generation already
+   * knows the server's array types, that connection does not fetch them again (see
+   * `verify-connection.ts`).
    */
   async connect(candidate: PostgresGeneration): Promise<VerifySession<postgres.ReservedSql>> {
     socketsOf.get(candidate)?.verifyNext();
-    const reserved = await candidate.sql.reserve();
-    return {
-      client: reserved,
-      query: async (text) => [...(await reserved.unsafe(text))],
-      release: () => reserved.release(),
-    };
+    return openVerifyConnection(candidate.sql, typesKnownFor(candidate.sql, this.#serving?.sql));
   }
 
   /** Makes `candidate` the serving generation (the one later generations take their type handlers from). */

@@ -20,6 +20,8 @@ import type postgres from 'postgres';
 /** The members of a postgres.js `Query` used here. */
 interface QueryInternals {
   handler: (query: QueryInternals) => void;
+  /** The connection's backend key once a connection runs it (null while queued or connecting). */
+  state: object | null;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
   /** The instance's cancel, as `query.cancel()` calls it (once), returning its promise. */
@@ -34,8 +36,11 @@ export type PostgresJsQuery = object & { readonly __postgresJsQuery: unique symb
  * a query makes no closure per hook (these run on every query: issue 29 counted them).
  */
 export interface QueryObserver {
-  /** The query is handed to an instance to run (each time, after a {@link sendQueryTo} too). */
-  sent(): void;
+  /**
+   * The query is to be handed to an instance (each time, after a {@link sendQueryTo}
+   * too): `send(query)` hands it, now or later.
+   */
+  dispatch(query: PostgresJsQuery, send: SendQuery): void;
   /** postgres.js resolved the query, or `reject` below rejected it. */
   settled(): void;
   /** postgres.js fails the query with `error`: reject it (`reject`), or send it elsewhere. */
@@ -84,12 +89,22 @@ export function observeQuery(value: unknown, observer: QueryObserver): PostgresJ
   return query as unknown as PostgresJsQuery;
 }
 
-/** An instance's dispatcher that tells `observer` first. */
+/** An instance's dispatcher: what runs a query there (queue it, or send it on a connection). */
+export type SendQuery = (query: PostgresJsQuery) => void;
+
+/** An instance's dispatcher that goes through `observer` first. */
 function observed(handler: QueryInternals['handler'], observer: QueryObserver): QueryInternals['handler'] {
-  return (self) => {
-    observer.sent();
-    handler(self);
-  };
+  return (self) => observer.dispatch(self as unknown as PostgresJsQuery, handler as unknown as SendQuery);
+}
+
+/** Whether a connection runs `query` (it was not queued, nor handed to a connection still to open). */
+export function isOnConnection(query: PostgresJsQuery): boolean {
+  return (query as unknown as QueryInternals).state != null;
+}
+
+/** Fails `query` with `error` as postgres.js would (through the observer's `failed`, if observed). */
+export function failQuery(query: PostgresJsQuery, error: unknown): void {
+  (query as unknown as QueryInternals).reject(error);
 }
 
 /** Sends `query` again, to `sql`'s instance, still seen by `observer`. */

@@ -15,11 +15,16 @@ const stay: NextGeneration = (_generation, error) => Promise.reject(error);
  * (cancelled on the server at a force-close, failing with its `ForceClosedError`); they
  * stay on their connection.
  */
-export function scopedSql<S extends object>(sql: S, generation: PostgresGeneration): S {
+export function scopedSql<S extends object>(
+  sql: S,
+  generation: PostgresGeneration,
+  /** Called once the reserved connection is given back (`release()`). */
+  onRelease?: () => void,
+): S {
   return new Proxy(sql, {
     apply: (target, thisArg, args: unknown[]) => {
       const result: unknown = Reflect.apply(target as (...a: unknown[]) => unknown, thisArg, args);
-      followQuery(result, generation, stay);
+      followQuery(result, generation, stay, undefined, true);
       return result;
     },
     get: (target, property) => {
@@ -28,6 +33,7 @@ export function scopedSql<S extends object>(sql: S, generation: PostgresGenerati
       if (property === 'release') {
         return () => {
           (value as () => void).call(target);
+          onRelease?.();
           // Given back while its generation drains: close it now, not at the deadline.
           if (generation.retired) endReleasedConnection(target as unknown as postgres.ReservedSql);
         };
@@ -38,7 +44,7 @@ export function scopedSql<S extends object>(sql: S, generation: PostgresGenerati
       if (!RETURNS_QUERY.has(property)) return value.bind(target);
       return (...args: unknown[]) => {
         const result: unknown = Reflect.apply(value, target, args);
-        followQuery(result, generation, stay);
+        followQuery(result, generation, stay, undefined, true);
         return result;
       };
     },

@@ -185,3 +185,67 @@ it('runs a query of the old generation that was waiting for budget when the swit
   await drained;
   expect(forceClosed).toEqual([]);
 });
+
+/** Work on the new generation that answers with the session's user. */
+const NEW_WORK: Array<[string, (db: HotloadSql) => Promise<unknown>]> = [
+  ['queries', async (db) => (await db`SELECT session_user AS u`)[0]?.u],
+  ['transactions', (db) => db.begin(async (tx) => (await tx`SELECT session_user AS u`)[0]?.u)],
+];
+
+it.each(NEW_WORK)(
+  "runs the new generation's %s on the connections it has while the old generation's transactions hold the rest of the budget",
+  async (_name, answerAsUser) => {
+    // Three transactions fill the old generation (max 3); after the switch the budget allows
+    // the new generation only its verify connection. Twice max queries on the new generation
+    // must all answer on that connection before the transactions end: postgres.js would
+    // hand some of them to connections that wait for the old generation's budget. The
+    // transactions end when every query has answered, or, if some never do, at the drain
+    // deadline (forceClosed): the order of those events is what is checked.
+    const max = 3;
+    const cluster = suite.clusters[0]!;
+    const sockets = new CountedSockets();
+    sql = await createHotloadSql({
+      postgres: { max, ...({ socket: sockets.factory } as object) },
+      hotload: { source: { secretDirectory: suite.secret.path }, drainTimeoutMillis: 20_000 },
+    });
+    const db = sql;
+    const events: string[] = [];
+    const commit = gate();
+    db.hotload.on('forceClosed', () => {
+      events.push('forceClosed');
+      commit.open();
+    });
+    const begun = Array.from({ length: max }, () => gate());
+    const transactions = begun.map((started) =>
+      db
+        .begin(async (tx) => {
+          await tx`SELECT 1`;
+          started.open();
+          await commit.opened;
+        })
+        .then(
+          () => 'committed',
+          (error: { code?: string }) => `failed: ${error.code}`,
+        ),
+    );
+    await Promise.all(begun.map((started) => started.opened));
+    expect(sockets.open).toBe(max);
+
+    const switched = nextEvent(db.hotload, 'switch');
+    suite.passwords.app_b = newPassword();
+    await setPassword(cluster, 'app_b', suite.passwords.app_b);
+    await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+    await switched;
+
+    const answers = Array.from({ length: 2 * max }, async () => {
+      events.push(`answer as ${String(await answerAsUser(db))}`);
+    });
+    await Promise.all(answers);
+    events.push('all answered');
+    commit.open();
+    const outcomes = await Promise.all(transactions);
+    expect(events).toEqual([...Array(2 * max).fill('answer as app_b'), 'all answered']);
+    expect(outcomes).toEqual(Array(max).fill('committed'));
+    expect(sockets.peak).toBeLessThanOrEqual(max + 1);
+  },
+);

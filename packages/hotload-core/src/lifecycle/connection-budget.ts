@@ -62,6 +62,17 @@ export class ConnectionBudget {
   }
 
   /**
+   * Counts one more connection if that keeps the pool within `max` now and nobody waits
+   * before it; returns whether it did. For a driver that must not hand work to a
+   * connection that would wait (its library binds the work to that connection).
+   */
+  tryTake(): boolean {
+    if (this.#waiters.length > 0 || this.#open >= this.max()) return false;
+    this.#open++;
+    return true;
+  }
+
+  /**
    * Counts the connection that verifies a new config, whatever the budget: it is the
    * `+ 1`, and once the new generation serves it is that generation's first connection.
    */

@@ -48,4 +48,22 @@ describe('ConnectionBudget', () => {
     budget.give();
     expect(budget.open).toBe(0);
   });
+
+  it('tryTake counts a connection only while under max and nobody waits before it', async () => {
+    const budget = new ConnectionBudget(() => 2);
+    expect(budget.tryTake()).toBe(true);
+    expect(budget.tryTake()).toBe(true);
+    expect(budget.tryTake()).toBe(false);
+    expect(budget.open).toBe(2);
+    const waiter = budget.take();
+    budget.give(); // the waiter is granted first
+    await waiter;
+    expect(budget.tryTake()).toBe(false);
+    const queued = budget.take();
+    budget.give();
+    budget.give(); // one to the queued waiter, one free
+    await queued;
+    expect(budget.tryTake()).toBe(true);
+    expect(budget.open).toBe(2);
+  });
 });
