@@ -250,11 +250,12 @@ export class ClaimController extends EventEmitter {
     const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
     // The record is a ConfigMap of its own (claim-records.ts): written beside the status,
     // not after it, so a claim costs one round trip less. A failed record write fails the
-    // reconcile (retried with backoff); it does not hold the status write back.
-    await Promise.all([
+    // reconcile (retried with backoff) once both are done; it does not hold the status back.
+    const written = await Promise.allSettled([
       this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published }, latest),
       record && this.#records?.put(key, record),
     ]);
+    for (const write of written) if (write.status === 'rejected') throw write.reason;
     const { outcome, error } = result;
     const event = eventFor(outcome.result, outcome.actions, error?.message);
     if (event) await this.#event(ref, event);
