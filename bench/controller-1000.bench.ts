@@ -393,6 +393,7 @@ async function measure(
     });
 
     const rssAtStart = process.memoryUsage().rss;
+    const phaseConditions = watchConditions();
     const cpuBefore = process.cpuUsage();
     const serversBefore = descendantCpuSeconds();
     const started = performance.now();
@@ -412,6 +413,7 @@ async function measure(
     const createdSeconds = (performance.now() - started) / 1000;
     await allReady.finally(() => clearTimeout(timer));
     const seconds = (performance.now() - started) / 1000;
+    const conditions = phaseConditions();
     const cpu = process.cpuUsage(cpuBefore);
     const servers = cpuDelta(serversBefore, descendantCpuSeconds());
     const memory = process.memoryUsage();
@@ -446,6 +448,7 @@ async function measure(
     const failed = reconciles.filter((r) => r.outcome === 'error');
     return {
       seconds,
+      conditions,
       createdSeconds,
       memory,
       rssAtStart,
@@ -866,6 +869,13 @@ try {
       controller_ratio_to_floor: round(run.seconds / floorSeconds),
       folder_ratio_to_floor: round(folder.seconds / floorSeconds),
       goal: 1.5,
+      // Each phase's load average at its start and CPU/IO stall seconds: minutes apart on a
+      // shared machine, a ratio moved by the machine shows here.
+      phases: [
+        { phase: 'controller', seconds: round(run.seconds, 3), ...run.conditions },
+        phaseFigures('folder', folder),
+        phaseFigures('floor', floor),
+      ],
       // Everything the folder pass ran, per claim, by first keyword (from the server's log).
       folder_statements_per_claim: statementsPerClaim(folder.statements),
       folder_step_wall_ms_per_claim: folder.stepMillis,
