@@ -20,7 +20,7 @@ import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import type { ClaimController, KeyReconciled } from '../src/claim-controller.js';
-import { DEFAULT_RECORDS_NAME as RECORDS } from '../src/claim-records.js';
+import { DEFAULT_RECORDS_NAME as RECORDS, RECORDS_LABEL } from '../src/claim-records.js';
 import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../src/claim-resource.js';
 import {
   ALLOW_DELETE,
@@ -301,6 +301,23 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect(await storedRecord(bed.objects, 'legacy/old-gone')).toBeUndefined();
     expect((await storedRecord(bed.objects, 'legacy/old-kept'))?.record).toEqual(kept.record);
     expect(await bed.objects.get('configmaps', namespace, RECORDS)).toBeUndefined();
+  });
+
+  it('a record ConfigMap edited into something else stops the start with an error naming it and the field', async () => {
+    const namespace = CONTROLLER_SERVICE_ACCOUNT.namespace;
+    await bed.objects.create('configmaps', namespace, {
+      metadata: { name: 'hotload-claim-records-edited', labels: { [RECORDS_LABEL]: RECORDS } },
+      data: { claim: 'shop/edited', record: '{"uid": "u", "secretName": ' },
+    });
+    try {
+      const config = parseReconcilerConfig(suite.configText, suite.configFile);
+      running = await makeController(bed, { config, now: () => clock }, { namespaces: ['edited'] });
+      await expect(running.controller.start()).rejects.toThrow(
+        `claim record ConfigMap ${namespace}/hotload-claim-records-edited, field record: not JSON`,
+      );
+    } finally {
+      await bed.objects.delete('configmaps', namespace, 'hotload-claim-records-edited');
+    }
   });
 
   it("a new claim's Secret is created without reading it first: the Secret cache knows it is absent", async () => {
