@@ -234,7 +234,10 @@ export class ClaimController extends EventEmitter {
       return this.#done({ key, outcome: 'invalid', error: parsed.error });
     }
     const claim = parsed.claim;
-    const { ports, store } = this.#ports(claim, ref, stateFromStatus(resource, key, claim.secretName));
+    const own = stateFromStatus(resource, key, claim.secretName);
+    // Nothing published yet: the Secret cache's "absent" is believed (no 404 GET for a new
+    // claim). Not when finalizing: a Secret missed there would be left behind.
+    const { ports, store } = this.#ports(claim, ref, own, own === undefined || ownsNothing(own));
     // The freshest copy of the claim: the status write starts from it without a GET.
     const latest = hasFinalizer(resource)
       ? resource
@@ -242,17 +245,17 @@ export class ClaimController extends EventEmitter {
     if (!latest) return this.#done({ key, outcome: 'gone' });
     const result = await this.#options.reconciler.reconcile(claim, ports);
     const recorded = store.recorded;
-    const state =
-      recorded?.kind === 'written' ? recorded.status : stateFromStatus(resource, key, claim.secretName);
+    const state = recorded?.kind === 'written' ? recorded.status : own;
     const published = (state?.activeUser ?? null) !== null;
-    await this.#writeStatus(
-      ref,
-      recorded ? statusFields(state) : {},
-      { result, generation, published },
-      latest,
-    );
     const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
-    if (record) await this.#records?.put(key, record);
+    // The record is a ConfigMap of its own (claim-records.ts): written beside the status,
+    // not after it, so a claim costs one round trip less. A failed record write fails the
+    // reconcile (retried with backoff) once both are done; it does not hold the status back.
+    const written = await Promise.allSettled([
+      this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published }, latest),
+      record && this.#records?.put(key, record),
+    ]);
+    for (const write of written) if (write.status === 'rejected') throw write.reason;
     const { outcome, error } = result;
     const event = eventFor(outcome.result, outcome.actions, error?.message);
     if (event) await this.#event(ref, event);
@@ -347,6 +350,7 @@ export class ClaimController extends EventEmitter {
     claim: ClaimIdentity,
     owner: ClaimRef,
     own: ClaimStatus | undefined,
+    newClaim = false,
   ): { ports: ClaimPorts; store: KubeStatusStore } {
     // The claim's own state as the caller read it (fresh, or from its record); every other
     // claim's as the informer last saw it.
@@ -358,6 +362,7 @@ export class ClaimController extends EventEmitter {
           { ...owner, namespace, secretName },
           this.#options.now,
           this.#secrets,
+          newClaim,
         ),
       statuses: store,
       publisherId: async () => this.#options.reconciler.publisherId ?? DEFAULT_PUBLISHER_ID,
@@ -400,4 +405,9 @@ export class ClaimController extends EventEmitter {
     const seconds = started === undefined ? undefined : (performance.now() - started) / 1000;
     this.emit('reconciled', { ...reconciled, ...(seconds !== undefined ? { seconds } : {}) });
   }
+}
+
+/** A recorded state with nothing published or bound yet. */
+function ownsNothing(state: ClaimStatus): boolean {
+  return state.binding === null && state.activeUser === null && state.retired.length === 0;
 }

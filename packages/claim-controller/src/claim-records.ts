@@ -1,15 +1,34 @@
 /**
  * The controller's second record of what each claim owns, kept apart from the claim: a
  * claim whose finalizer was stripped by hand, or that was deleted while no controller ran,
- * disappears with its status, and its database and roles would be left forever. One
- * ConfigMap in the controller's namespace holds, per claim, where its database and users
- * live (the binding and the retired bindings of its status: never a password) and whether
- * it allowed dropping data. A claim that is gone but still recorded is cleaned up by that
- * record (`ClaimController`), then its record is removed.
+ * disappears with its status, and its database and roles would be left forever. The record
+ * holds where a claim's database and users live (the binding and the retired bindings of its
+ * status: never a password) and whether it allowed dropping data. A claim that is gone but
+ * still recorded is cleaned up by that record (`ClaimController`), then its record is removed.
  *
- * Written only when a claim's record changes (a no-op resync writes nothing); every write
- * carries the resourceVersion it read, and a 409 re-reads and reapplies the one change.
+ * **One small ConfigMap per claim** in the controller's namespace, named after a hash of the
+ * claim's key and labelled {@link RECORDS_LABEL}. Why not the alternatives:
+ * - One shared ConfigMap (the format before this one) was rewritten whole for every claim,
+ *   one write at a time across all workers (each new claim re-sent every record so far), and
+ *   reaches the 1 MiB object limit near 4,000 claims. Coalescing its writes within a tick
+ *   makes fewer writes but not smaller ones, and not a larger limit.
+ * - An annotation on a request the controller already makes cannot hold it: the claim and
+ *   its status vanish together, and the claim's Secret is owned by the claim, so the garbage
+ *   collector removes it too (with the record) exactly when the record is needed.
+ * A ConfigMap per claim is written in parallel with other claims' (and with the claim's own
+ * status write), costs one request only when a claim's record changes, and has no limit but
+ * the namespace's object count.
+ *
+ * **Upgrade:** the shared ConfigMap of the earlier format (named {@link ClaimRecordsLocation.name},
+ * the per-claim ones' prefix) is read at {@link ClaimRecords.load}: each of its records is
+ * written as a per-claim ConfigMap (its record wins: an older controller that still wrote it
+ * wrote it last), then it is deleted, only if unchanged since read. An older controller
+ * started again after that (a rollback) does not read per-claim records.
+ *
+ * Every write carries the resourceVersion it read; a 409 re-reads that claim's record and
+ * writes again. Written only when a claim's record changes (a no-op resync writes nothing).
  */
+import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { Binding, ClaimStatus } from 'hotload-claim-reconciler';
@@ -34,50 +53,58 @@ export interface ClaimRecord {
 export interface ClaimRecordsLocation {
   /** The controller's namespace. */
   readonly namespace: string;
-  /** The ConfigMap's name; default {@link DEFAULT_RECORDS_NAME}. */
+  /**
+   * The records' name, default {@link DEFAULT_RECORDS_NAME}: each claim's ConfigMap is named
+   * `<name>-<hash of the claim's key>` and labelled {@link RECORDS_LABEL}`=<name>` (so at most
+   * 63 characters); the earlier format's one ConfigMap had this name.
+   */
   readonly name?: string;
 }
 
-/** Name of the records ConfigMap unless told otherwise. */
+/** Name of the records unless told otherwise. */
 export const DEFAULT_RECORDS_NAME = 'hotload-claim-records';
 
-/** The records ConfigMap, read once and then kept in step with what this process writes. */
+/** Label on each record's ConfigMap; its value is the records' name. */
+export const RECORDS_LABEL = 'hotload-claim-reconciler/records';
+
+/** Fields of a record's ConfigMap: the claim's `namespace/name`, and the record as JSON. */
+const CLAIM_FIELD = 'claim';
+const RECORD_FIELD = 'record';
+
+/** Legacy records moved at once while migrating (bounded, not one at a time). */
+const MIGRATION_CONCURRENCY = 8;
+/** Attempts of one write that meets 409s (another writer, e.g. a previous leader). */
+const WRITE_ATTEMPTS = 5;
+
+/** A record as stored: the ConfigMap's resourceVersion, for the next write. */
+interface StoredRecord {
+  readonly record: ClaimRecord;
+  readonly resourceVersion: string | undefined;
+}
+
+/** The records, listed once and then kept in step with what this process writes. */
 export class ClaimRecords {
   readonly #clients: KubeClients;
   readonly #namespace: string;
   readonly #name: string;
-  #records = new Map<string, ClaimRecord>();
-  #resourceVersion: string | undefined;
-  /** One write at a time from this process: each starts from the last one's version. */
-  #writes: Promise<unknown> = Promise.resolve();
+  #records = new Map<string, StoredRecord>();
+  /** Per claim key: its write under way, so two writes of one record never race. */
+  readonly #writes = new Map<string, Promise<unknown>>();
 
   constructor(clients: KubeClients, location: ClaimRecordsLocation) {
     this.#clients = clients;
     this.#namespace = location.namespace;
     this.#name = location.name ?? DEFAULT_RECORDS_NAME;
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(this.#name))
+      throw new Error(
+        `claim records name "${this.#name}" must be a DNS label of at most 63 characters (it is a label value and a name prefix)`,
+      );
   }
 
-  /** Reads the ConfigMap (none yet: no records). */
+  /** Lists the records, then migrates the earlier format's shared ConfigMap if there is one. */
   async load(): Promise<void> {
-    let map: V1ConfigMap;
-    try {
-      map = await this.#clients.core.readNamespacedConfigMap({
-        name: this.#name,
-        namespace: this.#namespace,
-      });
-    } catch (error) {
-      if (!isNotFound(error)) throw error;
-      this.#records = new Map();
-      this.#resourceVersion = undefined;
-      return;
-    }
-    this.#records = new Map(
-      Object.entries(map.data ?? {}).map(([field, text]) => [
-        claimKey(field),
-        JSON.parse(text) as ClaimRecord,
-      ]),
-    );
-    this.#resourceVersion = map.metadata?.resourceVersion;
+    this.#records = await this.#list();
+    await this.#migrateShared();
   }
 
   /** The claims (`namespace/name`) recorded. */
@@ -87,60 +114,160 @@ export class ClaimRecords {
 
   /** The record of claim `key`, or undefined. */
   get(key: string): ClaimRecord | undefined {
-    return this.#records.get(key);
+    return this.#records.get(key)?.record;
   }
 
   /** Records `record` for claim `key`; no write when it is recorded exactly so already. */
   put(key: string, record: ClaimRecord): Promise<void> {
-    if (sameRecord(this.#records.get(key), record)) return Promise.resolve();
-    return this.#write((records) => records.set(key, record));
+    if (sameRecord(this.get(key), record)) return Promise.resolve();
+    return this.#serialized(key, () => this.#store(key, record));
   }
 
   /** Forgets claim `key`; no write when it is not recorded. */
   remove(key: string): Promise<void> {
     if (!this.#records.has(key)) return Promise.resolve();
-    return this.#write((records) => records.delete(key));
-  }
-
-  #write(change: (records: Map<string, ClaimRecord>) => void): Promise<void> {
-    const write = this.#writes.then(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const next = new Map(this.#records);
-        change(next);
-        try {
-          await this.#store(next);
-          this.#records = next;
-          return;
-        } catch (error) {
-          // Another writer (a previous leader) went first: read its version, apply ours again.
-          if (!isConflict(error) || attempt >= 5) throw error;
-          await this.load();
-        }
+    return this.#serialized(key, async () => {
+      try {
+        await this.#clients.core.deleteNamespacedConfigMap({
+          name: this.#mapName(key),
+          namespace: this.#namespace,
+        });
+      } catch (error) {
+        if (!isNotFound(error)) throw error;
       }
+      this.#records.delete(key);
     });
-    this.#writes = write.catch(() => {});
-    return write;
   }
 
-  async #store(records: Map<string, ClaimRecord>): Promise<void> {
-    const body: V1ConfigMap = {
-      metadata: {
-        name: this.#name,
+  async #list(): Promise<Map<string, StoredRecord>> {
+    const records = new Map<string, StoredRecord>();
+    let continueToken: string | undefined;
+    do {
+      const page = await this.#clients.core.listNamespacedConfigMap({
         namespace: this.#namespace,
-        labels: { ...MANAGED_BY_LABEL },
-        ...(this.#resourceVersion === undefined ? {} : { resourceVersion: this.#resourceVersion }),
+        labelSelector: `${RECORDS_LABEL}=${this.#name}`,
+        limit: 500,
+        ...(continueToken ? { _continue: continueToken } : {}),
+      });
+      for (const map of page.items) {
+        const [key, stored] = this.#parse(map);
+        records.set(key, stored);
+      }
+      continueToken = page.metadata?._continue || undefined;
+    } while (continueToken);
+    return records;
+  }
+
+  /** The earlier format: one ConfigMap named `#name`, a field per claim. See the module comment. */
+  async #migrateShared(): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      let shared: V1ConfigMap;
+      try {
+        shared = await this.#clients.core.readNamespacedConfigMap({
+          name: this.#name,
+          namespace: this.#namespace,
+        });
+      } catch (error) {
+        if (isNotFound(error)) return;
+        throw error;
+      }
+      const entries = Object.entries(shared.data ?? {}).map(
+        ([field, text]) =>
+          [sharedClaimKey(field), parseRecord(text, this.#describe(this.#name, field))] as const,
+      );
+      for (let i = 0; i < entries.length; i += MIGRATION_CONCURRENCY)
+        await Promise.all(
+          entries.slice(i, i + MIGRATION_CONCURRENCY).map(([key, record]) => this.put(key, record)),
+        );
+      try {
+        // Only the version read: a write made meanwhile (an older leader) is migrated next round.
+        await this.#clients.core.deleteNamespacedConfigMap({
+          name: this.#name,
+          namespace: this.#namespace,
+          body: { preconditions: { resourceVersion: shared.metadata?.resourceVersion } },
+        });
+        return;
+      } catch (error) {
+        if (isNotFound(error)) return;
+        if (!isConflict(error) || attempt >= WRITE_ATTEMPTS) throw error;
+      }
+    }
+  }
+
+  async #store(key: string, record: ClaimRecord): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const known = this.#records.get(key);
+      const body = this.#configMap(key, record, known?.resourceVersion);
+      try {
+        const stored = known
+          ? await this.#clients.core.replaceNamespacedConfigMap({
+              name: this.#mapName(key),
+              namespace: this.#namespace,
+              body,
+            })
+          : await this.#clients.core.createNamespacedConfigMap({ namespace: this.#namespace, body });
+        this.#records.set(key, { record, resourceVersion: stored.metadata?.resourceVersion });
+        return;
+      } catch (error) {
+        // Someone else wrote (409) or removed (404 on replace) it: start from what is there now.
+        const stale = isConflict(error) || (known !== undefined && isNotFound(error));
+        if (!stale || attempt >= WRITE_ATTEMPTS) throw error;
+        await this.#reread(key);
+      }
+    }
+  }
+
+  async #reread(key: string): Promise<void> {
+    try {
+      const map = await this.#clients.core.readNamespacedConfigMap({
+        name: this.#mapName(key),
+        namespace: this.#namespace,
+      });
+      this.#records.set(key, this.#parse(map)[1]);
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      this.#records.delete(key);
+    }
+  }
+
+  #serialized(key: string, write: () => Promise<void>): Promise<void> {
+    const previous = this.#writes.get(key) ?? Promise.resolve();
+    const next = previous.then(write);
+    const settled = next.catch(() => {});
+    this.#writes.set(key, settled);
+    void settled.then(() => {
+      if (this.#writes.get(key) === settled) this.#writes.delete(key);
+    });
+    return next;
+  }
+
+  #configMap(key: string, record: ClaimRecord, resourceVersion: string | undefined): V1ConfigMap {
+    return {
+      metadata: {
+        name: this.#mapName(key),
+        namespace: this.#namespace,
+        labels: { ...MANAGED_BY_LABEL, [RECORDS_LABEL]: this.#name },
+        ...(resourceVersion === undefined ? {} : { resourceVersion }),
       },
-      data: Object.fromEntries([...records].map(([key, record]) => [field(key), JSON.stringify(record)])),
+      data: { [CLAIM_FIELD]: key, [RECORD_FIELD]: JSON.stringify(record) },
     };
-    const stored =
-      this.#resourceVersion === undefined
-        ? await this.#clients.core.createNamespacedConfigMap({ namespace: this.#namespace, body })
-        : await this.#clients.core.replaceNamespacedConfigMap({
-            name: this.#name,
-            namespace: this.#namespace,
-            body,
-          });
-    this.#resourceVersion = stored.metadata?.resourceVersion;
+  }
+
+  /** `<name>-<hash>`: a claim's key may hold more than a ConfigMap name allows. */
+  #mapName(key: string): string {
+    return `${this.#name}-${createHash('sha256').update(key).digest('hex').slice(0, 20)}`;
+  }
+
+  #parse(map: V1ConfigMap): [string, StoredRecord] {
+    const name = map.metadata?.name ?? '';
+    const key = map.data?.[CLAIM_FIELD];
+    if (!key) throw new Error(`${this.#describe(name, CLAIM_FIELD)}: missing`);
+    const record = parseRecord(map.data?.[RECORD_FIELD] ?? '', this.#describe(name, RECORD_FIELD));
+    return [key, { record, resourceVersion: map.metadata?.resourceVersion }];
+  }
+
+  #describe(name: string, field: string): string {
+    return `claim record ConfigMap ${this.#namespace}/${name}, field ${field}`;
   }
 }
 
@@ -178,11 +305,25 @@ function sameRecord(a: ClaimRecord | undefined, b: ClaimRecord): boolean {
   return a !== undefined && isDeepStrictEqual(a, b);
 }
 
-// ConfigMap keys may not hold '/'; a namespace holds no '.', so the first '.' splits.
-function field(key: string): string {
-  return key.replace('/', '.');
+/** A record's JSON; `where` names the ConfigMap and field in the error (a record holds no secret). */
+function parseRecord(text: string, where: string): ClaimRecord {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new Error(`${where}: not JSON`);
+  }
+  const record = value as Partial<ClaimRecord> | null;
+  if (
+    typeof record?.uid !== 'string' ||
+    typeof record.secretName !== 'string' ||
+    !Array.isArray(record.retired)
+  )
+    throw new Error(`${where}: not a claim record (uid, secretName and retired are required)`);
+  return record as ClaimRecord;
 }
 
-function claimKey(field: string): string {
+// The shared ConfigMap's keys may not hold '/'; a namespace holds no '.', so the first '.' splits.
+function sharedClaimKey(field: string): string {
   return field.replace('.', '/');
 }

@@ -35,9 +35,9 @@ export const CONTROLLER_USAGE = `usage: hotload-claim-controller --config <file>
   --lease-namespace  namespace of the Lease; default $POD_NAMESPACE or "default"
   --lease-name       name of the Lease; default hotload-claim-reconciler
   --identity         this replica's name in the Lease; default $POD_NAME or the host name
-  --records-namespace  namespace of the ConfigMap hotload-claim-records, the second record of
-                     what each claim owns (a claim gone without its finalizer is still
-                     cleaned up by it); default the --lease-namespace
+  --records-namespace  namespace of the ConfigMaps hotload-claim-records-<hash>, the second
+                     record of what each claim owns, one per claim (a claim gone without its
+                     finalizer is still cleaned up by it); default the --lease-namespace
   --no-secret-cache  read each claim's Secret with a GET per reconcile instead of from a
                      label-selected informer cache (then RBAC needs no list/watch on Secrets)
   --take-over        publish claims another publisher (a folder-mode --out) recorded, from now on`;

@@ -46,19 +46,28 @@ export class KubeSecretSink implements SecretSink {
   /** What this sink last read or wrote (`secret: undefined`: there is none); unset: unread. */
   #known: { readonly secret: V1Secret | undefined } | undefined;
 
+  readonly #newClaim: boolean;
+
   /**
    * @param cache - the controller's Secret cache: reads come from it when it can be
    *   trusted, and writes are told to it
+   * @param newClaim - the claim has published nothing yet (its status holds no binding):
+   *   a Secret the cache does not hold is taken as absent without a GET (a new claim's 404).
+   *   Safe because a new claim gets new credentials either way; a create that meets a
+   *   Secret after all (409: the cache lagged, or an unlabelled Secret it never holds)
+   *   reads it from the API and goes on as with any existing Secret. Default false.
    */
   constructor(
     clients: KubeClients,
     owner: SecretOwner,
     now: () => Date = () => new Date(),
     private readonly cache?: SecretCache,
+    newClaim = false,
   ) {
     this.#clients = clients;
     this.#owner = owner;
     this.#now = now;
+    this.#newClaim = newClaim;
   }
 
   /** `Secret <namespace>/<secretName>`. */
@@ -207,6 +216,10 @@ export class KubeSecretSink implements SecretSink {
     if (cached) {
       this.#known = { secret: cached };
       return cached;
+    }
+    if (!fresh && this.#newClaim && this.cache?.knowsAbsent(this.#owner.namespace, this.#owner.secretName)) {
+      this.#known = { secret: undefined };
+      return undefined;
     }
     let secret: V1Secret | undefined;
     try {

@@ -90,6 +90,20 @@ export class SecretCache {
   }
 
   /**
+   * Whether the Secret `namespace/name` is not in the cache and this process has not written
+   * it since it last deleted it (or ever). Absence can lag like presence: an unlabelled
+   * Secret is never cached, and one just created elsewhere may not be yet. So it is only
+   * believed where a wrong answer costs nothing (see `KubeSecretSink`'s `newClaim`): a create
+   * then meets a 409 and the Secret is read from the API.
+   */
+  knowsAbsent(namespace: string, name: string): boolean {
+    const key = `${namespace}/${name}`;
+    if (this.#informer.get(key)) return false;
+    const written = this.#written.get(key);
+    return written === undefined || written === 'deleted';
+  }
+
+  /**
    * Runs `write`, this process's write of the Secret `namespace/name`: the watch may bring its
    * event before the answer does, and that event is not someone else's change.
    */

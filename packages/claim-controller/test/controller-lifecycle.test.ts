@@ -20,7 +20,7 @@ import pg from 'pg';
 import { afterEach, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import type { ClaimController, KeyReconciled } from '../src/claim-controller.js';
-import { DEFAULT_RECORDS_NAME as RECORDS } from '../src/claim-records.js';
+import { DEFAULT_RECORDS_NAME as RECORDS, RECORDS_LABEL } from '../src/claim-records.js';
 import { CLAIM_FINALIZER, CLAIM_PLURAL } from '../src/claim-resource.js';
 import {
   ALLOW_DELETE,
@@ -34,6 +34,7 @@ import {
   type RunningController,
   readyStatus,
   secretData,
+  storedRecord,
   syncedCondition,
 } from './kube-fixtures.js';
 
@@ -226,9 +227,24 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
   it("a claim whose finalizer was stripped by hand is still cleaned up by the controller's record", async () => {
     const controller = await start();
     await controller.start();
-    await createReadyClaim(bed.objects, 'shop', 'stripped', { deletionPolicy: 'Delete' }, ALLOW_DELETE);
-    const records = await bed.objects.get('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace, RECORDS);
-    expect(Object.keys(records?.data ?? {})).toContain('shop.stripped');
+    // The record is written beside the status: the reconcile's end, not Ready, says it is in.
+    const reconciled = nextEvent<KeyReconciled>(controller, 'reconciled', (r) => r.key === 'shop/stripped');
+    const created = await createReadyClaim(
+      bed.objects,
+      'shop',
+      'stripped',
+      { deletionPolicy: 'Delete' },
+      ALLOW_DELETE,
+    );
+    expect((await reconciled).outcome).toBe('created');
+    // A ConfigMap of its own, with where the claim's database and users live: never a password.
+    const stored = await storedRecord(bed.objects, 'shop/stripped');
+    expect(stored?.record).toMatchObject({
+      uid: created.object.metadata.uid,
+      secretName: 'stripped',
+      binding: expect.objectContaining({ databaseName: 'stripped' }),
+      allowDataDeletion: true,
+    });
     const finalized = nextEvent<KeyReconciled>(
       controller,
       'reconciled',
@@ -240,8 +256,86 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect((await finalized).error).toBeUndefined();
     const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['stripped']);
     expect(rows).toHaveLength(0);
-    const after = await bed.objects.get('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace, RECORDS);
-    expect(Object.keys(after?.data ?? {})).not.toContain('shop.stripped');
+    expect(await storedRecord(bed.objects, 'shop/stripped')).toBeUndefined();
+    expect(
+      await bed.objects.get('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace, stored!.name),
+    ).toBeUndefined();
+  });
+
+  it('records of the earlier format (one shared ConfigMap) still count: moved to a ConfigMap per claim, the shared one deleted', async () => {
+    const config = parseReconcilerConfig(suite.configText, suite.configFile);
+    const inLegacy = { namespaces: ['legacy'] };
+    running = await makeController(bed, { config, now: () => clock }, inLegacy);
+    await running.controller.start();
+    const done = settle(running.controller, 2);
+    await createReadyClaim(bed.objects, 'legacy', 'old-gone', { deletionPolicy: 'Delete' }, ALLOW_DELETE);
+    await createReadyClaim(bed.objects, 'legacy', 'old-kept');
+    expect(await done).toEqual(['created', 'created']);
+    await running.stop();
+    running = undefined;
+    // The same records as the earlier format kept them: one ConfigMap, a field per claim.
+    const namespace = CONTROLLER_SERVICE_ACCOUNT.namespace;
+    const gone = (await storedRecord(bed.objects, 'legacy/old-gone'))!;
+    const kept = (await storedRecord(bed.objects, 'legacy/old-kept'))!;
+    await bed.objects.delete('configmaps', namespace, gone.name);
+    await bed.objects.delete('configmaps', namespace, kept.name);
+    await bed.objects.create('configmaps', namespace, {
+      metadata: { name: RECORDS },
+      data: {
+        'legacy.old-gone': JSON.stringify(gone.record),
+        'legacy.old-kept': JSON.stringify(kept.record),
+      },
+    });
+    // old-gone vanishes while no controller runs: only the shared ConfigMap knows it.
+    await bed.objects.patch(CLAIM_PLURAL, 'legacy', 'old-gone', { metadata: { finalizers: null } });
+    const deleted = deletion(bed.objects, CLAIM_PLURAL, 'old-gone');
+    await bed.objects.delete(CLAIM_PLURAL, 'legacy', 'old-gone');
+    await deleted;
+
+    running = await makeController(bed, { config, now: () => clock }, inLegacy);
+    const finalized = countReconciles(running.controller, 'legacy/old-gone', 1);
+    await running.controller.start();
+    expect(await finalized).toEqual(['finalized']);
+    const { rows } = await suite.cluster.query('SELECT 1 FROM pg_database WHERE datname = $1', ['old_gone']);
+    expect(rows).toHaveLength(0);
+    expect(await storedRecord(bed.objects, 'legacy/old-gone')).toBeUndefined();
+    expect((await storedRecord(bed.objects, 'legacy/old-kept'))?.record).toEqual(kept.record);
+    expect(await bed.objects.get('configmaps', namespace, RECORDS)).toBeUndefined();
+  });
+
+  it('a record ConfigMap edited into something else stops the start with an error naming it and the field', async () => {
+    const namespace = CONTROLLER_SERVICE_ACCOUNT.namespace;
+    await bed.objects.create('configmaps', namespace, {
+      metadata: { name: 'hotload-claim-records-edited', labels: { [RECORDS_LABEL]: RECORDS } },
+      data: { claim: 'shop/edited', record: '{"uid": "u", "secretName": ' },
+    });
+    try {
+      const config = parseReconcilerConfig(suite.configText, suite.configFile);
+      running = await makeController(bed, { config, now: () => clock }, { namespaces: ['edited'] });
+      await expect(running.controller.start()).rejects.toThrow(
+        `claim record ConfigMap ${namespace}/hotload-claim-records-edited, field record: not JSON`,
+      );
+    } finally {
+      await bed.objects.delete('configmaps', namespace, 'hotload-claim-records-edited');
+    }
+  });
+
+  it("a new claim's Secret is created without reading it first: the Secret cache knows it is absent", async () => {
+    const config = parseReconcilerConfig(suite.configText, suite.configFile);
+    running = await makeController(bed, { config, now: () => clock }, { namespaces: ['fresh'] });
+    await running.controller.start();
+    const done = settle(running.controller, 1);
+    await createReadyClaim(bed.objects, 'fresh', 'f-one');
+    expect(await done).toEqual(['created']);
+    const user = `system:serviceaccount:${CONTROLLER_SERVICE_ACCOUNT.namespace}:${CONTROLLER_SERVICE_ACCOUNT.name}`;
+    const secretRequests = (await bed.plane.settledAuditEntries()).filter(
+      (e) =>
+        e.user.username === user &&
+        e.objectRef?.resource === 'secrets' &&
+        e.objectRef.namespace === 'fresh' &&
+        e.objectRef.name === 'f-one',
+    );
+    expect(secretRequests.map((e) => e.verb)).toEqual(['create']);
   });
 
   it('a claim deleted while no controller ran is cleaned up by its record when one starts: data kept without the annotation', async () => {
@@ -327,10 +421,7 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     const annotated = nextEvent<KeyReconciled>(controller, 'reconciled', (r) => r.key === 'echo/e-one');
     await bed.objects.patch(CLAIM_PLURAL, 'echo', 'e-one', { metadata: { annotations: ALLOW_DELETE } });
     expect((await annotated).outcome).toBe('unchanged');
-    const records = await bed.objects.get('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace, RECORDS);
-    const data = (records?.data ?? {}) as Record<string, string>;
-    const record = JSON.parse(data['echo.e-one'] ?? '{}');
-    expect(record.allowDataDeletion).toBe(true);
+    expect((await storedRecord(bed.objects, 'echo/e-one'))?.record.allowDataDeletion).toBe(true);
   });
 
   it('a Secret deleted by someone else is published again at once, not at the next resync', async () => {

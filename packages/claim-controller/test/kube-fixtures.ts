@@ -21,6 +21,7 @@ import {
   nextEvent,
 } from 'hotload-test-support';
 import { ClaimController, type ClaimControllerOptions } from '../src/claim-controller.js';
+import { DEFAULT_RECORDS_NAME, RECORDS_LABEL } from '../src/claim-records.js';
 import {
   ALLOW_DELETE_ANNOTATION,
   CLAIM_GROUP,
@@ -173,6 +174,25 @@ export async function createReadyClaim(
     ),
   );
   return ready;
+}
+
+/**
+ * The controller's record of claim `key` (`namespace/name`), as stored: its ConfigMap's
+ * fields (`claim`, `record`) parsed; undefined when none (`claim-records.ts`).
+ */
+export async function storedRecord(
+  objects: KubeObjects,
+  key: string,
+): Promise<{ name: string; record: Record<string, unknown> } | undefined> {
+  const maps = await objects.list('configmaps', CONTROLLER_SERVICE_ACCOUNT.namespace);
+  const found = maps.find(
+    (map) =>
+      map.metadata.labels?.[RECORDS_LABEL] === DEFAULT_RECORDS_NAME &&
+      (map.data as Record<string, string> | undefined)?.claim === key,
+  );
+  if (!found) return undefined;
+  const data = found.data as Record<string, string>;
+  return { name: found.metadata.name, record: JSON.parse(data.record ?? '{}') };
 }
 
 /** The Events recorded for object `name`, oldest first. */

@@ -123,9 +123,9 @@ export class AtomicSecretWriter {
     const current = await this.currentDataDir();
     if (!current) return {};
     const root = join(this.targetDir, current);
-    const out: Record<string, Buffer> = {};
-    for (const rel of await listFiles(root)) out[rel] = await readFile(join(root, rel));
-    return out;
+    const rels = await listFiles(root);
+    const contents = await Promise.all(rels.map((rel) => readFile(join(root, rel))));
+    return Object.fromEntries(rels.map((rel, i) => [rel, contents[i]!]));
   }
 
   /** The base name of the folder `..data` points at, or undefined. */
@@ -168,6 +168,17 @@ export class AtomicSecretWriter {
     return entries.filter((name) => name.startsWith('..') && name !== DATA_DIR_NAME && name !== current);
   }
 
+  /** The user-visible symlink `top -> ..data/top`, made when missing. */
+  private async ensureVisibleLink(top: string): Promise<void> {
+    const visible = join(this.targetDir, top);
+    try {
+      await readlink(visible);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await symlink(join(DATA_DIR_NAME, top), visible);
+    }
+  }
+
   private async sweepNow(): Promise<string[]> {
     const stale = await this.staleEntries();
     for (const name of stale) await rm(join(this.targetDir, name), { recursive: true, force: true });
@@ -206,24 +217,15 @@ export class AtomicSecretWriter {
     let swappedAt: number | undefined;
     await chmod(tsDir, 0o755);
     try {
-      for (const [rel, file] of clean) {
-        const full = join(tsDir, rel);
-        await mkdir(dirname(full), { recursive: true });
-        await writeFile(full, file.data, { mode: file.mode });
-        await chmod(full, file.mode);
-      }
+      // The new folder is invisible until the swap, so its files need no order among
+      // themselves: written at once, not one file's calls after another's (a claim's
+      // publish was ~30 sequential file calls). Settled all before any error is thrown, so
+      // the clean-up below never races a write still under way.
+      await allSettledOrThrow([...clean].map(([rel, file]) => writeFileWithMode(tsDir, rel, file)));
 
-      // (4)
-      for (const rel of clean.keys()) {
-        const top = rel.split(sep)[0]!;
-        const visible = join(this.targetDir, top);
-        try {
-          await readlink(visible);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-          await symlink(join(DATA_DIR_NAME, top), visible);
-        }
-      }
+      // (4) one symlink per top-level name (keys in one sub-folder share it)
+      const tops = new Set([...clean.keys()].map((rel) => rel.split(sep)[0]!));
+      await allSettledOrThrow([...tops].map((top) => this.ensureVisibleLink(top)));
 
       // (5)
       await step('swap-data');
@@ -253,6 +255,20 @@ export class AtomicSecretWriter {
     if (oldTsPath) await rm(oldTsPath, { recursive: true, force: true });
     return { changed: true, dataDir: tsDir.slice(this.targetDir.length + 1), swappedAt };
   }
+}
+
+/** Writes one payload file under `dir` with exactly its mode (writeFile's mode passes through the umask). */
+async function writeFileWithMode(dir: string, rel: string, file: CleanFile): Promise<void> {
+  const full = join(dir, rel);
+  if (rel.includes(sep)) await mkdir(dirname(full), { recursive: true });
+  await writeFile(full, file.data, { mode: file.mode });
+  await chmod(full, file.mode);
+}
+
+/** Waits for every one of `work`, then throws the first failure, if any. */
+async function allSettledOrThrow(work: Promise<unknown>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /** One-shot form of {@link AtomicSecretWriter.write}. */
@@ -309,19 +325,23 @@ function validatePath(path: string): void {
 }
 
 async function differs(payload: Map<string, CleanFile>, oldTsPath: string): Promise<boolean> {
-  for (const [rel, file] of payload) {
-    let onDisk: Buffer;
-    try {
-      onDisk = await readFile(join(oldTsPath, rel));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return true;
-      throw error;
-    }
-    if (!onDisk.equals(file.data)) return true;
-    const stat = await lstat(join(oldTsPath, rel));
-    if ((stat.mode & 0o7777) !== file.mode) return true;
+  // Read-only: every file compared at once.
+  const results = await Promise.all(
+    [...payload].map(([rel, file]) => fileDiffers(join(oldTsPath, rel), file)),
+  );
+  return results.some(Boolean);
+}
+
+async function fileDiffers(path: string, file: CleanFile): Promise<boolean> {
+  let onDisk: Buffer;
+  try {
+    onDisk = await readFile(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return true;
+    throw error;
   }
-  return false;
+  if (!onDisk.equals(file.data)) return true;
+  return ((await lstat(path)).mode & 0o7777) !== file.mode;
 }
 
 /** Every path (files and folders) under `root`, relative to it. */

@@ -236,8 +236,9 @@ export class Provisioner {
    */
   async setPassword(user: string, password: string): Promise<boolean> {
     if (!(await this.step(`set-password ${user}`))) return false;
+    const verifier = await scramSha256Verifier(password);
     await this.master.query(
-      `ALTER ROLE ${quoteIdentifier(user)} WITH LOGIN PASSWORD ${quoteLiteral(scramSha256Verifier(password))}`,
+      `ALTER ROLE ${quoteIdentifier(user)} WITH LOGIN PASSWORD ${quoteLiteral(verifier)}`,
     );
     return true;
   }

@@ -1,4 +1,7 @@
-import { createHash, createHmac, pbkdf2Sync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, pbkdf2, randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
+
+const pbkdf2Async = promisify(pbkdf2);
 
 /** PostgreSQL's default iteration count (`scram_iterations`). */
 const ITERATIONS = 4096;
@@ -11,9 +14,13 @@ const ITERATIONS = 4096;
  * `psql`'s `\password` does, so the clear-text password never reaches the server: not its
  * statement log (`log_statement = ddl`), not an error report, not `pg_stat_activity`.
  * Generated passwords are printable ASCII, which SASLprep leaves unchanged.
+ *
+ * The 4,096 PBKDF2 rounds (a few ms of CPU) run on libuv's thread pool, not the event loop:
+ * a controller reconciles several claims at once in one process, and a synchronous hash
+ * stalled all of them.
  */
-export function scramSha256Verifier(password: string, salt: Buffer = randomBytes(16)): string {
-  const saltedPassword = pbkdf2Sync(password, salt, ITERATIONS, 32, 'sha256');
+export async function scramSha256Verifier(password: string, salt: Buffer = randomBytes(16)): Promise<string> {
+  const saltedPassword = await pbkdf2Async(password, salt, ITERATIONS, 32, 'sha256');
   const clientKey = createHmac('sha256', saltedPassword).update('Client Key').digest();
   const storedKey = createHash('sha256').update(clientKey).digest();
   const serverKey = createHmac('sha256', saltedPassword).update('Server Key').digest();

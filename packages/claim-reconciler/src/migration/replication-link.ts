@@ -175,7 +175,7 @@ export class ReplicationLink {
   /** The dedicated login the subscription connects as: may replicate, reads as `readerRole`. */
   private async ensureLogin(source: SqlClient, readerRole: string, password: string): Promise<void> {
     const role = quoteIdentifier(this.name);
-    const verifier = quoteLiteral(scramSha256Verifier(password));
+    const verifier = quoteLiteral(await scramSha256Verifier(password));
     const { rows } = await source.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [this.name]);
     await this.step('set-replication-login');
     if (rows.length > 0) {

@@ -46,6 +46,6 @@ describe('passwords on the wire', () => {
     );
     const stored = rows[0]!.rolpassword;
     const salt = Buffer.from(/^SCRAM-SHA-256\$4096:([^$]+)\$/.exec(stored)![1]!, 'base64');
-    expect(scramSha256Verifier('probe-password-123', salt)).toBe(stored);
+    expect(await scramSha256Verifier('probe-password-123', salt)).toBe(stored);
   });
 });
