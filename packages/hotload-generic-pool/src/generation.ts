@@ -102,21 +102,38 @@ export class Generation<Client> {
   }
 
   /** Checks a client out; rejects with the connect error when opening one failed. */
-  async acquire(): Promise<Client> {
-    const client = await this.pool.acquire();
-    if (client instanceof FailedCreate) {
-      await this.pool.destroy(client);
-      throw client.error;
-    }
-    this.borrowed.add(client);
-    return client;
+  acquire(): Promise<Client> {
+    return this.pool.acquire().then(this.#lend);
   }
 
-  /** Gives a client back: kept while serving, destroyed once retired (or on `error`). */
-  async release(client: Client, error?: Error): Promise<void> {
-    if (!this.borrowed.delete(client) || !this.pool.isBorrowedResource(client)) return;
-    if (error !== undefined || this.retired) await this.pool.destroy(client);
-    else await this.pool.release(client);
+  /** {@link Generation.lend} as one function made once: `acquire` passes it to `then` on every checkout. */
+  readonly #lend = (acquired: Client | FailedCreate): Client => this.lend(acquired);
+
+  /**
+   * What this generation's pool handed out, lent to the caller: a client is now counted
+   * as borrowed; the placeholder of a failed connect is destroyed and its error thrown.
+   */
+  lend(acquired: Client | FailedCreate): Client {
+    if (acquired instanceof FailedCreate) {
+      // generic-pool's destroy acts at once and returns a resolved promise.
+      void this.pool.destroy(acquired);
+      throw acquired.error;
+    }
+    this.borrowed.add(acquired);
+    return acquired;
+  }
+
+  /**
+   * Gives a client back: kept while serving, destroyed once retired (or on `error`).
+   * Returns false (and does nothing) when the client is not lent out by this generation.
+   */
+  release(client: Client, error?: Error): boolean {
+    if (!this.borrowed.delete(client) || !this.pool.isBorrowedResource(client)) return false;
+    // Both act at once (the factory's destroy runs on its own) and return a resolved
+    // promise: nothing to wait for on the checkout path.
+    if (error !== undefined || this.retired) void this.pool.destroy(client);
+    else void this.pool.release(client);
+    return true;
   }
 
   /**
