@@ -85,7 +85,7 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
 
   /** The generation's clients checked out and not yet given back. */
   inUse(generation: Generation<Client>): readonly Client[] {
-    return [...generation.borrowed];
+    return generation.borrowed;
   }
 
   /**

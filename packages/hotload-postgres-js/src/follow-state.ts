@@ -1,10 +1,10 @@
 import type { ForceClosedError } from 'hotload-core';
-import type { PostgresJsQuery } from './postgres-js-internals.js';
+import { RunningQueries } from './running-queries.js';
 
 /** What hotload follows of one generation's queries (kept off the public `PostgresGeneration`). */
 export interface FollowState {
   /** Queries handed out through hotload's `sql` (and its reserved and transaction `sql`s) now running. */
-  readonly running: Set<PostgresJsQuery>;
+  readonly running: RunningQueries;
   /** Set at the drain deadline: what still fails on the generation fails with it. */
   forceClosed: ForceClosedError | undefined;
 }
@@ -17,7 +17,7 @@ const states = new WeakMap<object, FollowState>();
 export function followStateOf(generation: object): FollowState {
   let state = states.get(generation);
   if (state === undefined) {
-    state = { running: new Set(), forceClosed: undefined };
+    state = { running: new RunningQueries(), forceClosed: undefined };
     states.set(generation, state);
   }
   return state;
