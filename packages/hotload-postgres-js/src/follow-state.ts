@@ -12,13 +12,21 @@ export interface FollowState {
 // Keyed by the generation object (a `PostgresGeneration`), typed loosely so that the driver
 // module and this one do not import each other.
 const states = new WeakMap<object, FollowState>();
+/**
+ * The last generation asked for and its state: every query asks, nearly always for the
+ * serving generation, and this spares a WeakMap lookup per query (issue 29). Holding the
+ * generation strongly keeps one ended generation a little longer, until another is asked for.
+ */
+let last: { readonly generation: object; readonly state: FollowState } | undefined;
 
 /** The follow state of `generation`, created on first use (gone with the generation). */
 export function followStateOf(generation: object): FollowState {
+  if (last?.generation === generation) return last.state;
   let state = states.get(generation);
   if (state === undefined) {
     state = { running: new RunningQueries(), forceClosed: undefined };
     states.set(generation, state);
   }
+  last = { generation, state };
   return state;
 }

@@ -18,36 +18,41 @@ export interface RunningEntry {
  * and each query in them, alive until the next mark-compact: about 700 bytes promoted per
  * query, a mark-compact every eight scavenges, 15 % more instructions per query than
  * postgres.js alone (issue 29). An array whose entries leave by swapping with the last
- * allocates nothing per query.
+ * allocates nothing per query; it never shrinks (popping would make V8 trim and regrow its
+ * backing store as the count goes up and down), it only counts.
  */
 export class RunningQueries {
-  readonly #entries: RunningEntry[] = [];
+  /** The entries at 0 to `#count - 1`; the slots after them are empty. */
+  readonly #entries: (RunningEntry | undefined)[] = [];
+  #count = 0;
 
   /** Adds `entry` (not in any other `RunningQueries`). */
   add(entry: RunningEntry): void {
-    entry.slot = this.#entries.length;
-    this.#entries.push(entry);
+    entry.slot = this.#count;
+    this.#entries[this.#count++] = entry;
   }
 
   /** Removes `entry` if it is here. */
   delete(entry: RunningEntry): void {
     const slot = entry.slot;
-    if (slot < 0 || this.#entries[slot] !== entry) return;
-    const last = this.#entries.pop()!;
-    if (last !== entry) {
-      this.#entries[slot] = last;
-      last.slot = slot;
-    }
+    if (slot < 0 || slot >= this.#count || this.#entries[slot] !== entry) return;
+    const last = this.#entries[--this.#count]!;
+    this.#entries[slot] = last;
+    last.slot = slot;
+    this.#entries[this.#count] = undefined;
     entry.slot = -1;
   }
 
   /** Empties it, returning the queries that were in it. */
   takeAll(): PostgresJsQuery[] {
     const queries: PostgresJsQuery[] = [];
-    for (const entry of this.#entries.splice(0)) {
+    for (let slot = 0; slot < this.#count; slot++) {
+      const entry = this.#entries[slot]!;
+      this.#entries[slot] = undefined;
       entry.slot = -1;
       if (entry.query !== undefined) queries.push(entry.query);
     }
+    this.#count = 0;
     return queries;
   }
 }
