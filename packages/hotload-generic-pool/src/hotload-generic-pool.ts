@@ -83,38 +83,45 @@ export class HotloadGenericPool<Client> {
    * generation that lent it, to `then`. The common case costs what generic-pool's own
    * checkout costs, one `then` (issue 29 counts instructions per query): the serving
    * generation's pool hands out a client and the generation still serves. Anything else
-   * (no generation yet, a failed connect, a switch while it waited) goes through
-   * hotload-core's credential-wait loop, its first attempt being the one already made.
+   * (no generation yet, a failed connect, a checkout that failed, a switch while it
+   * waited) goes through hotload-core's credential-wait loop, its first attempt being the
+   * one already made.
    */
   #checkout<R>(then: (generation: Generation<Client>, client: Client) => R | PromiseLike<R>): Promise<R> {
     const serving = this.hotload.current;
     if (serving === undefined) return this.#checkoutLooping(undefined, undefined).then(handOver(then));
-    return serving.pool.acquire().then((acquired) => {
-      if (acquired instanceof FailedCreate || !this.#keeps(serving)) {
-        return this.#checkoutLooping(serving, acquired).then(handOver(then));
-      }
-      return then(serving, serving.lend(acquired));
-    });
+    return serving.pool.acquire().then(
+      (acquired) => {
+        if (acquired instanceof FailedCreate || !this.#keeps(serving)) {
+          return this.#checkoutLooping(serving, () => serving.lend(acquired)).then(handOver(then));
+        }
+        return then(serving, serving.lend(acquired));
+      },
+      (error: unknown) =>
+        this.#checkoutLooping(serving, () => {
+          throw error;
+        }).then(handOver(then)),
+    );
   }
 
   /**
-   * hotload-core's credential-wait loop. When the fast path already checked `acquired` out
-   * of `generation` (a failed connect's placeholder, or a client of a generation retired
-   * while it waited), that is the loop's first attempt; otherwise the loop starts on the
-   * serving generation, waiting for the first.
+   * hotload-core's credential-wait loop. When the fast path already made a checkout on
+   * `generation`, `made` gives its outcome (the client, or the error it threw) as the
+   * loop's first attempt; otherwise the loop starts on the serving generation, waiting for
+   * the first.
    */
   #checkoutLooping(
     generation: Generation<Client> | undefined,
-    acquired: Client | FailedCreate | undefined,
+    made: (() => Client) | undefined,
   ): Promise<Loan<Client>> {
-    let first = acquired;
+    let first = made;
     return checkoutWithCredentialWait<Generation<Client>, Loan<Client>>(this.hotload, {
       ...(generation === undefined ? {} : { from: generation }),
       checkout: async (on) => {
         if (first === undefined) return { generation: on, client: await on.acquire() };
-        const made = first;
+        const outcome = first;
         first = undefined;
-        return { generation: on, client: on.lend(made) };
+        return { generation: on, client: outcome() };
       },
       keep: (loan) => {
         if (this.#keeps(loan.generation)) return true;
