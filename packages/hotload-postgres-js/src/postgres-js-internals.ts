@@ -51,8 +51,8 @@ function hasQueryInternals(value: unknown): value is QueryInternals {
   // members: checking it spares four property checks on every query. `constructor` is one
   // inline-cached load from the prototype; `Object.getPrototypeOf` of a Promise subclass
   // (a query) calls into V8's runtime (issue 29 counted it).
-  const constructor: unknown = (value as { constructor?: unknown }).constructor;
-  if (constructor === knownQueryConstructor && constructor !== undefined) return true;
+  const madeBy: unknown = (value as { constructor?: unknown }).constructor;
+  if (madeBy === knownQueryConstructor && madeBy !== undefined) return true;
   const candidate = value as Partial<QueryInternals>;
   const isQuery =
     Object.hasOwn(value, 'handler') &&
@@ -60,8 +60,8 @@ function hasQueryInternals(value: unknown): value is QueryInternals {
     Object.hasOwn(value, 'reject') &&
     typeof candidate.handler === 'function' &&
     Object.hasOwn(value, 'canceller');
-  if (isQuery && typeof constructor === 'function' && !Object.hasOwn(value, 'constructor')) {
-    knownQueryConstructor = constructor;
+  if (isQuery && typeof madeBy === 'function' && !Object.hasOwn(value, 'constructor')) {
+    knownQueryConstructor = madeBy;
   }
   return isQuery;
 }
