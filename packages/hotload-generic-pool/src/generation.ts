@@ -2,6 +2,7 @@ import genericPool from 'generic-pool';
 import { ConnectionBudget, type ConnectionConfig, type HostPort } from 'hotload-core';
 import type { ClientFactory } from './client-factory.js';
 import { FailedCreate } from './failed-create.js';
+import { assertLoansReadable, lentOut } from './generic-pool-loans.js';
 
 /** generic-pool's options a {@link HotloadGenericPool} passes on to every generation's pool. */
 export type GenericPoolOptions = genericPool.Options;
@@ -16,8 +17,6 @@ export class Generation<Client> {
    * placeholder (see {@link Generation.acquire}), so use `acquire`/`release` rather than the pool's own.
    */
   readonly pool: genericPool.Pool<Client | FailedCreate>;
-  /** Clients checked out and not yet given back. */
-  readonly borrowed = new Set<Client>();
   /** Aborted when the generation is discarded: clients still connecting give up. */
   readonly #closing = new AbortController();
   /**
@@ -73,6 +72,15 @@ export class Generation<Client> {
       },
       { ...options, testOnBorrow: options.testOnBorrow ?? validate !== undefined },
     );
+    assertLoansReadable(this.pool);
+  }
+
+  /**
+   * Clients checked out and not yet given back (generic-pool's own loans: hotload keeps no
+   * set of its own, which every checkout would change).
+   */
+  get borrowed(): Client[] {
+    return lentOut(this.pool).filter((lent): lent is Client => !(lent instanceof FailedCreate));
   }
 
   /** True once the generation stopped serving (drain started or discarded). */
@@ -102,21 +110,37 @@ export class Generation<Client> {
   }
 
   /** Checks a client out; rejects with the connect error when opening one failed. */
-  async acquire(): Promise<Client> {
-    const client = await this.pool.acquire();
-    if (client instanceof FailedCreate) {
-      await this.pool.destroy(client);
-      throw client.error;
-    }
-    this.borrowed.add(client);
-    return client;
+  acquire(): Promise<Client> {
+    return this.pool.acquire().then(this.#lend);
   }
 
-  /** Gives a client back: kept while serving, destroyed once retired (or on `error`). */
-  async release(client: Client, error?: Error): Promise<void> {
-    if (!this.borrowed.delete(client) || !this.pool.isBorrowedResource(client)) return;
-    if (error !== undefined || this.retired) await this.pool.destroy(client);
-    else await this.pool.release(client);
+  /** {@link Generation.lend} as one function made once: `acquire` passes it to `then` on every checkout. */
+  readonly #lend = (acquired: Client | FailedCreate): Client => this.lend(acquired);
+
+  /**
+   * What this generation's pool handed out, as the caller gets it: a client as it is; the
+   * placeholder of a failed connect is destroyed and its error thrown.
+   */
+  lend(acquired: Client | FailedCreate): Client {
+    if (acquired instanceof FailedCreate) {
+      // generic-pool's destroy acts at once and returns a resolved promise.
+      void this.pool.destroy(acquired);
+      throw acquired.error;
+    }
+    return acquired;
+  }
+
+  /**
+   * Gives a client back: kept while serving, destroyed once retired (or on `error`).
+   * Returns false (and does nothing) when the client is not lent out by this generation.
+   */
+  release(client: Client, error?: Error): boolean {
+    if (!this.pool.isBorrowedResource(client)) return false;
+    // Both act at once (the factory's destroy runs on its own) and return a resolved
+    // promise: nothing to wait for on the checkout path.
+    if (error !== undefined || this.retired) void this.pool.destroy(client);
+    else void this.pool.release(client);
+    return true;
   }
 
   /**

@@ -15,6 +15,11 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
    * plus the verify client: at most `max + 1` across a switch.
    */
   readonly budget: ConnectionBudget;
+  /**
+   * The generations built and not yet closed (drained or discarded): where a client given
+   * back is looked for, so that a checkout records nothing of where it came from.
+   */
+  readonly #open = new Set<Generation<Client>>();
 
   constructor(
     private readonly factory: ClientFactory<Client>,
@@ -26,7 +31,30 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
   /** Builds a generation's generic-pool for `config` on `host`, with `min: 0` (verify opens the first client). */
   build(config: ConnectionConfig, host: HostPort, id: number): Generation<Client> {
     // generic-pool keeps no minimum of connections in a candidate: verify opens the first.
-    return new Generation(id, this.factory, config, host, { ...this.options, min: 0 }, this.budget);
+    const generation = new Generation(
+      id,
+      this.factory,
+      config,
+      host,
+      { ...this.options, min: 0 },
+      this.budget,
+    );
+    this.#open.add(generation);
+    return generation;
+  }
+
+  /**
+   * Gives `client` back to the open generation that lent it ({@link Generation.release});
+   * false if none did (given back already, or its generation closed).
+   */
+  release(client: Client, error?: Error): boolean {
+    for (const generation of this.#open) if (generation.release(client, error)) return true;
+    return false;
+  }
+
+  /** `closing` (a generation's drain), forgetting the generation once it is over. */
+  #closed(generation: Generation<Client>, closing: Promise<void>): Promise<void> {
+    return closing.finally(() => this.#open.delete(generation));
   }
 
   /**
@@ -41,7 +69,9 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
     return {
       client,
       query: (sql) => this.factory.query(client, sql),
-      release: (error) => void candidate.release(client, error),
+      release: (error) => {
+        candidate.release(client, error);
+      },
     };
   }
 
@@ -50,12 +80,12 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
 
   /** Closes the generation's idle clients at once and the others as they come back ({@link Generation.drain}). */
   drain(generation: Generation<Client>): Promise<void> {
-    return generation.drain();
+    return this.#closed(generation, generation.drain());
   }
 
   /** The generation's clients checked out and not yet given back. */
   inUse(generation: Generation<Client>): readonly Client[] {
-    return [...generation.borrowed];
+    return generation.borrowed;
   }
 
   /**
@@ -65,12 +95,12 @@ export class GenericPoolDriver<Client> implements GenerationDriver<Generation<Cl
   forceClose(generation: Generation<Client>, client: Client, error: Error): void {
     if (this.factory.forceClose) this.factory.forceClose(client, error);
     // The client is gone for the pool now, whenever its holder gives it back.
-    void generation.release(client, error);
+    generation.release(client, error);
   }
 
   /** Closes a candidate never promoted; clients still connecting give up ({@link Generation.discard}). */
   discard(candidate: Generation<Client>): Promise<void> {
-    return candidate.discard();
+    return this.#closed(candidate, candidate.discard());
   }
 
   /** The generation's pool size: clients open or being created (generic-pool's `pool.size`). */

@@ -225,13 +225,14 @@ function connectLikePostgresJs(target: SocketTarget): net.Socket {
  * on the socket's `emit` itself, which it leaves alone.
  */
 function onceClosed(socket: net.Socket, closed: () => void): void {
-  const emit = socket.emit;
+  const emit: (this: net.Socket, event: string | symbol, ...args: unknown[]) => boolean = socket.emit;
   let seen = false;
   socket.emit = function emitSeeingClose(this: net.Socket, event: string | symbol, ...args: unknown[]) {
     if (event === 'close' && !seen) {
       seen = true;
       closed();
     }
-    return Reflect.apply(emit, this, [event, ...args]) as boolean;
+    // A spread call, not `Reflect.apply` with a new array: this runs on every socket event.
+    return emit.call(this, event, ...args);
   } as net.Socket['emit'];
 }

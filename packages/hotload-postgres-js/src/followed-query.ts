@@ -9,6 +9,7 @@ import {
   type SendQuery,
   sendQueryTo,
 } from './postgres-js-internals.js';
+import type { RunningEntry, RunningQueries } from './running-queries.js';
 
 /**
  * The generation to retry on after `error` on `generation`: the lifecycle's bounded
@@ -64,13 +65,14 @@ export function followQuery(
 }
 
 /** One followed query's state; its methods are what postgres.js's hooks call. */
-class FollowedQuery implements QueryObserver {
+class FollowedQuery implements QueryObserver, RunningEntry {
   query: PostgresJsQuery | undefined;
+  slot = -1;
   /** The generation it runs on now. */
   #on: PostgresGeneration;
   #state: FollowState;
-  /** The `running` set it is in, while it runs. */
-  #running: Set<PostgresJsQuery> | undefined;
+  /** The `running` queries it is in, while it runs. */
+  #running: RunningQueries | undefined;
 
   constructor(
     readonly origin: PostgresGeneration,
@@ -94,14 +96,13 @@ class FollowedQuery implements QueryObserver {
   }
 
   sent(): void {
-    const query = this.query!;
-    this.#running?.delete(query);
+    this.#running?.delete(this);
     this.#running = this.#state.running;
-    this.#running.add(query);
+    this.#running.add(this);
   }
 
   settled(): void {
-    this.#running?.delete(this.query!);
+    this.#running?.delete(this);
     this.#state.admission?.released();
   }
 

@@ -151,9 +151,8 @@ export class PostgresJsDriver
     const state = followStateOf(generation);
     state.forceClosed = error;
     withCancelsUnbudgeted(() => {
-      for (const query of state.running) cancelQuery(query);
+      for (const query of state.running.takeAll()) cancelQuery(query);
     });
-    state.running.clear();
   }
 
   /** Ends a candidate never promoted at once (`sql.end({ timeout: 0 })`). */

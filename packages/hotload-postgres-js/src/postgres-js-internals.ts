@@ -47,15 +47,17 @@ export interface QueryObserver {
   failed(error: unknown, reject: (error: unknown) => void): void;
 }
 
-/** The prototype of the last value found to be a postgres.js query: later ones are recognised by it. */
-let knownQueryPrototype: object | undefined;
+/** The constructor of the last value found to be a postgres.js query: later ones are recognised by it. */
+let knownQueryConstructor: unknown;
 
 function hasQueryInternals(value: unknown): value is QueryInternals {
   if (typeof value !== 'object' || value === null) return false;
-  const prototype: unknown = Object.getPrototypeOf(value);
   // Every query of one postgres.js copy is made by the same constructor, which sets these
-  // members: checking its prototype spares four property checks on every query.
-  if (prototype === knownQueryPrototype) return true;
+  // members: checking it spares four property checks on every query. `constructor` is one
+  // inline-cached load from the prototype; `Object.getPrototypeOf` of a Promise subclass
+  // (a query) calls into V8's runtime (issue 29 counted it).
+  const madeBy: unknown = (value as { constructor?: unknown }).constructor;
+  if (madeBy === knownQueryConstructor && madeBy !== undefined) return true;
   const candidate = value as Partial<QueryInternals>;
   const isQuery =
     Object.hasOwn(value, 'handler') &&
@@ -63,7 +65,9 @@ function hasQueryInternals(value: unknown): value is QueryInternals {
     Object.hasOwn(value, 'reject') &&
     typeof candidate.handler === 'function' &&
     Object.hasOwn(value, 'canceller');
-  if (isQuery && typeof prototype === 'object' && prototype !== null) knownQueryPrototype = prototype;
+  if (isQuery && typeof madeBy === 'function' && !Object.hasOwn(value, 'constructor')) {
+    knownQueryConstructor = madeBy;
+  }
   return isQuery;
 }
 

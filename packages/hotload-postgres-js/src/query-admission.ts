@@ -1,5 +1,6 @@
 import type { BudgetedSockets } from './budgeted-socket.js';
 import { failQuery, isOnConnection, type PostgresJsQuery, type SendQuery } from './postgres-js-internals.js';
+import type { RunningQueries } from './running-queries.js';
 
 /** A followed query as the admission sees it: told just before it is handed to the instance. */
 export interface AdmittedQuery {
@@ -48,7 +49,7 @@ export class QueryAdmission {
   constructor(
     private readonly sockets: BudgetedSockets,
     /** The generation's followed queries running now. */
-    private readonly running: ReadonlySet<unknown>,
+    private readonly running: Pick<RunningQueries, 'size'>,
   ) {}
 
   /** Queries, transactions and reservations waiting now, for diagnostics and tests. */
