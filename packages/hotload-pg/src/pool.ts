@@ -339,7 +339,7 @@ export class Pool extends pg.Pool {
 
   /** Hands waiting checkouts to the serving generation while it has room. */
   #serveWaiters(): void {
-    const serving = this.#serving;
+    const serving = this.#manager.current; // not the private accessor: see #checkout
     if (serving !== undefined) this.#waiting.serve(serving);
   }
 
