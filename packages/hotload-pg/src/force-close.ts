@@ -1,13 +1,26 @@
 import { type ForceClosablePgClient, forceClosePgClient, type PgWireModule } from 'hotload-core';
 import pg from 'pg';
 
-// A flag on the client itself: checked on every release, so a property read rather than
-// a WeakSet lookup.
+/**
+ * Where a force close of a client is: `closing` until its connection has ended (the
+ * holder's release then does nothing: the force close gives the client back), `closed`
+ * once it has (the force close is giving it back, or has).
+ */
+export type ForceCloseState = 'closing' | 'closed';
+
+// A flag on the client itself: read on every release, so a property read rather than
+// a WeakMap lookup.
 const forceClosed = Symbol('hotload-pg.forceClosed');
+type FlaggedClient = { [forceClosed]?: ForceCloseState };
+
+/** Where {@link forceCloseClient} is with `client` (undefined: never force-closed). */
+export function forceCloseState(client: pg.PoolClient): ForceCloseState | undefined {
+  return (client as FlaggedClient)[forceClosed];
+}
 
 /** True once {@link forceCloseClient} closed `client`. */
 export function isForceClosed(client: pg.PoolClient): boolean {
-  return (client as { [forceClosed]?: boolean })[forceClosed] === true;
+  return forceCloseState(client) !== undefined;
 }
 
 /**
@@ -20,11 +33,10 @@ export function isForceClosed(client: pg.PoolClient): boolean {
  * to be removed, after pg has finished reporting the error to the holder).
  */
 export function forceCloseClient(client: pg.PoolClient, error: Error, onClosed: () => void): void {
-  (client as { [forceClosed]?: boolean })[forceClosed] = true;
-  forceClosePgClient(
-    client as unknown as ForceClosablePgClient,
-    error,
-    pg as unknown as PgWireModule,
-    onClosed,
-  );
+  const flagged = client as FlaggedClient;
+  flagged[forceClosed] = 'closing';
+  forceClosePgClient(client as unknown as ForceClosablePgClient, error, pg as unknown as PgWireModule, () => {
+    flagged[forceClosed] = 'closed';
+    onClosed();
+  });
 }

@@ -1,6 +1,7 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { ForceClosedError } from './errors.js';
 import { forceCloseClient, isForceClosed } from './force-close.js';
+import { GenerationPgPool, type PgRelease, type ReleaseObserver } from './generation-pg-pool.js';
 import { clientsOf } from './pg-pool-lists.js';
 
 /** Callback of a checkout: pg.Pool's `connect` callback shape. */
@@ -11,8 +12,6 @@ export type CheckoutCallback = (
 ) => void;
 
 const noop = (): void => {};
-
-type PgRelease = (err?: Error | boolean) => void;
 
 // pg-pool's release function of the current checkout, kept on the client itself while it
 // is checked out (undefined when idle): per query a property write, where a Map of
@@ -53,7 +52,7 @@ export interface GenerationHooks {
  * lets requests queue inside it), which clients are checked out (so a drain can
  * force-close them) and its close/drain logic.
  */
-export class Generation {
+export class Generation implements ReleaseObserver {
   /** The generation's own pool; queries run on its clients. */
   readonly pool: pg.Pool;
   /**
@@ -89,7 +88,7 @@ export class Generation {
     config: pg.PoolConfig,
     private readonly hooks: GenerationHooks,
   ) {
-    this.pool = new pg.Pool(config);
+    this.pool = new GenerationPgPool(config, this);
     this.pool.on('connect', (client) => {
       this.#clients.add(client as TrackedClient);
       this.#resumeGrowth();
@@ -241,36 +240,30 @@ export class Generation {
       this.hooks.onCheckin(this);
       return;
     }
-    const release = this.#releaseOnce(client, pgRelease);
-    client.release = release;
+    // pg-pool has set `client.release` to `pgRelease` already (see generation-pg-pool.ts).
     (client as TrackedClient)[pgReleaseOf] = pgRelease;
     if (this.#forceClosedError !== undefined) {
       // Connected after this generation's drain timeout ran out: refuse it at once.
-      release(true);
+      pgRelease(true);
       callback(this.#forceClosedError, undefined, noop);
       return;
     }
-    callback(undefined, client, release);
+    callback(undefined, client, pgRelease);
   }
 
-  #releaseOnce(client: pg.PoolClient, pgRelease: PgRelease) {
-    let released = false;
-    return (err?: Error | boolean): void => {
-      if (released) {
-        // The holder of a force-closed client may still call release(): that is expected.
-        if (isForceClosed(client)) return;
-        throw new Error('Release called on client which has already been released to the pool.');
-      }
-      released = true;
-      if (err instanceof Error) this.hooks.onError?.(this, err);
-      // A force-closed client goes back to pg-pool from forceClose, once its socket is gone.
-      if (!isForceClosed(client)) this.#giveBack(client, pgRelease, err);
-    };
-  }
-
-  #giveBack(client: pg.PoolClient, pgRelease: PgRelease, err?: Error | boolean): void {
-    (client as TrackedClient)[pgReleaseOf] = undefined;
+  /**
+   * A release of one of this generation's clients, before pg-pool takes it back (see
+   * {@link ReleaseObserver}). Returns true when there is nothing to do after.
+   */
+  beforeGiveBack(client: pg.PoolClient, err: Error | boolean | undefined): boolean {
+    const tracked = client as TrackedClient;
+    // pg-pool's own checkouts (an idle client past its lifetime, one acquired for a
+    // checkout that had timed out) were never handed out by this generation.
+    if (tracked[pgReleaseOf] === undefined) return true;
+    tracked[pgReleaseOf] = undefined;
     this.outstanding--;
+    // The force close's own give-back carries its ForceClosedError: not the client's failure.
+    if (err instanceof Error && !isForceClosed(client)) this.hooks.onError?.(this, err);
     if (!err && this.pool.idleCount === 0 && this.pool.totalCount >= this.max) {
       // Full and nothing idle: a checkout asked of pg-pool now only joins its queue, so
       // serve the owner's waiters first and then give the client back. pg-pool's release
@@ -279,12 +272,15 @@ export class Generation {
       // on a later tick. pg-pool still decides whether the client is reused (maxUses,
       // lifetime, broken connection) and emits release/acquire as it always does.
       this.hooks.onCheckin(this);
-      pgRelease(err);
-      return;
+      return true;
     }
     // Otherwise give it back first: with room or idle clients, a checkout asked before the
     // release would open a new connection (even while growth is paused) instead of reusing one.
-    pgRelease(err);
+    return false;
+  }
+
+  /** After pg-pool has taken back a client this generation handed out (see {@link beforeGiveBack}). */
+  afterGiveBack(client: pg.PoolClient): void {
     // If pg-pool ended the client instead (released with an error, maxUses, lifetime, broken:
     // it calls the client's end(), which sets pg's `_ending`, the flag pg-pool itself reads),
     // it serves its waiters once the socket has closed, after 'remove': ours are served then
@@ -337,7 +333,8 @@ export class Generation {
     }
     const pgRelease = tracked[pgReleaseOf];
     if (pgRelease === undefined || isForceClosed(tracked)) return; // given back meanwhile
-    forceCloseClient(tracked, error, () => this.#giveBack(tracked, pgRelease, error));
+    // Through pg-pool's release (see generation-pg-pool.ts), which lets this one call through.
+    forceCloseClient(tracked, error, () => pgRelease(error));
   }
 
   async #close(): Promise<void> {

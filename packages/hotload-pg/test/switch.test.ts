@@ -179,6 +179,27 @@ describe('waiters and transactions', () => {
     await pool.end();
   });
 
+  it('still counts checkouts right after pg-pool retired an idle client by its lifetime (its own acquire and release)', async () => {
+    // pg-pool acquires and releases an idle client past maxLifetimeSeconds itself: that
+    // release is not one of the pool's checkouts given back. Counted as one, the pool
+    // would think it had room for a second checkout beside `held`, ask the old
+    // generation's pg-pool for it, and the waiter would stay there across the switch.
+    const { pool } = poolFor('postgres', cluster.superuserPassword, { max: 1, maxLifetimeSeconds: 1 });
+    const removed = nextEvent(pool, 'remove');
+    (await pool.connect()).release();
+    await removed;
+    const held = await pool.connect();
+    const waiting = pool.connect();
+    expect(pool.waitingCount).toBe(1);
+    await pool.switchTo(configFor(cluster, { applicationName: 'after-lifetime' }));
+    const served = await waiting;
+    const app = await served.query('SHOW application_name');
+    expect(app.rows[0].application_name).toBe('after-lifetime');
+    served.release();
+    held.release();
+    await pool.end();
+  });
+
   it('serves a checkout pg-pool holds for a client it does not reuse, even if a switch drains that pool meanwhile', async () => {
     // max 1, maxUses 1: the released client is closed, not reused, and the waiting
     // checkout (already handed to the generation's pg-pool) waits for that close. The
