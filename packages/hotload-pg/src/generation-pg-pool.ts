@@ -15,7 +15,9 @@
  * Both members exist under these names and signatures in every pg-pool of pg 8 (3.6 to
  * 3.14). If a pg-pool renamed `_releaseOnce`, its own would run: releases would still
  * work, but the generation would not hear of them (its checkout count would only grow and
- * it would stop serving): the package's tests against pg-pool would fail at once.
+ * it would stop serving). So the first generation checks that the application's pg-pool
+ * has both members and hands out `_releaseOnce`'s function (see
+ * {@link assertPgPoolInternals}), and refuses to start with an error naming them if not.
  */
 import pg from 'pg';
 import { forceCloseState } from './force-close.js';
@@ -42,11 +44,37 @@ interface PgPoolInternals {
 /** pg-pool's message, word for word. */
 const DOUBLE_RELEASE_MESSAGE = 'Release called on client which has already been released to the pool.';
 
+let internalsChecked = false;
+
+/**
+ * Throws unless pg-pool (the application's copy, through its pg) has the members
+ * {@link GenerationPgPool} relies on: `_release`, and `_releaseOnce`, called by
+ * `_acquireClient` for every checkout's release function. Checked once per process: a
+ * pg-pool without them would otherwise run its own release, unseen by the generation.
+ */
+export function assertPgPoolInternals(): void {
+  if (internalsChecked) return;
+  const prototype = pg.Pool.prototype as unknown as Record<string, unknown>;
+  const acquire = prototype._acquireClient;
+  const usesReleaseOnce = typeof acquire === 'function' && String(acquire).includes('_releaseOnce(');
+  if (
+    typeof prototype._releaseOnce !== 'function' ||
+    typeof prototype._release !== 'function' ||
+    !usesReleaseOnce
+  ) {
+    throw new Error(
+      "hotload-pg: this pg's pg-pool has no _releaseOnce/_release used by _acquireClient, which hotload-pg observes releases through; use pg >=8.11 <9 (pg-pool 3.6 to 3.14)",
+    );
+  }
+  internalsChecked = true;
+}
+
 /** A generation's `pg.Pool`: pg's own, its releases observed (see the file's header). */
 export class GenerationPgPool extends pg.Pool {
   readonly #observer: ReleaseObserver;
 
   constructor(config: pg.PoolConfig, observer: ReleaseObserver) {
+    assertPgPoolInternals();
     super(config);
     this.#observer = observer;
   }

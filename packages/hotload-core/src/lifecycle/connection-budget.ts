@@ -20,7 +20,7 @@ export class ConnectionBudget {
   #open = 0;
   readonly #waiters: BudgetWaiter[] = [];
 
-  /** @param max the pool's `max`, read when asked (a program may change it) */
+  /** @param max - the pool's `max`, read when asked (a program may change it) */
   constructor(private readonly max: () => number) {}
 
   /** Connections counted now (connecting, open, or closing). */
