@@ -116,15 +116,19 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
     ...KEY_FILE_ALIASES.map(([file, keyword]) => [file, keyword] as [string, string]),
     ...[...LIBPQ_KEYWORDS].map((keyword) => [keyword, keyword] as [string, string]),
   ].filter(([name]) => names.has(name));
-  const results = await Promise.all(
-    wanted.map(([name, keyword]) =>
-      readSourceText(join(snapshotDir, name), join(dir, name), source, keyword),
-    ),
-  );
   // A kubelet volume's version became visible at its `..data` swap, which comes after its
   // files were written (and synced): when the change happened for a reader, so the time
-  // from which detection and switch latency count.
-  let mtimeMs = dataTarget === undefined ? 0 : await dataLinkMtime(dir);
+  // from which detection and switch latency count. Read beside the files (one wait
+  // fewer on a busy event loop): a swap meanwhile fails the end-of-read check below.
+  const [results, linkMtimeMs] = await Promise.all([
+    Promise.all(
+      wanted.map(([name, keyword]) =>
+        readSourceText(join(snapshotDir, name), join(dir, name), source, keyword),
+      ),
+    ),
+    dataTarget === undefined ? 0 : dataLinkMtime(dir),
+  ]);
+  let mtimeMs = linkMtimeMs;
   const values = new Map<string, string>();
   for (const [i, [name, keyword]] of wanted.entries()) {
     const result = results[i]!;

@@ -79,7 +79,9 @@ export async function readSourceText(
     if (errno === 'ENOENT' || errno === 'ENOTDIR') return { kind: 'absent', errno };
     return { kind: 'error', error: fsSourceError(source, shownAs, error, key) };
   } finally {
-    await handle?.close().catch(() => undefined);
+    // Not awaited: the text is read, and a switch waits on this read; on a busy event loop
+    // each await is a wait for its turn. A failed close leaves nothing to report.
+    void handle?.close().catch(() => undefined);
   }
 }
 
