@@ -4,15 +4,12 @@
  * secret directory, against the same server, alternated in short rounds (see
  * support/qps-comparison.ts).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import genericPool from 'generic-pool';
 import { toPgClientSettings } from 'hotload-core';
 import { HotloadGenericPool } from 'hotload-generic-pool';
 import { startCluster } from 'hotload-test-support';
 import pg from 'pg';
-import { writeSuperuserSecret } from './support/alternating-rounds.js';
+import { superuserSecretFolder } from './support/alternating-rounds.js';
 import { printQpsComparison } from './support/qps-comparison.js';
 
 const CONCURRENCY = 16;
@@ -24,12 +21,11 @@ async function connected(settings: pg.ClientConfig): Promise<pg.Client> {
 }
 
 const cluster = await startCluster();
-const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-generic-pool-'));
-// hotload watches the secret folder's parent: a parent of its own, not the shared temp
-// folder, whose every file event (other processes' files) would cost hotload's side CPU.
-const secretDirectory = join(dir, 'secret');
+const { secretDirectory, remove: removeSecret } = await superuserSecretFolder(
+  cluster,
+  'hotload-bench-overhead-generic-pool-',
+);
 try {
-  await writeSuperuserSecret(cluster, secretDirectory);
   const options = { max: CONCURRENCY };
   const plain = genericPool.createPool(
     { create: () => connected(cluster.connectionConfig()), destroy: (client) => client.end() },
@@ -60,5 +56,5 @@ try {
   }
 } finally {
   await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  await removeSecret();
 }

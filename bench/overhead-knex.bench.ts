@@ -6,9 +6,6 @@
  * measurements, so load from other processes on the machine cancels out better than in
  * a ratio of two medians. Client CPU time per query is reported too.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createHotloadKnex } from 'hotload-knex';
 import { startCluster } from 'hotload-test-support';
 import knex, { type Knex } from 'knex';
@@ -18,7 +15,7 @@ import {
   medianRatio,
   medianRatioInterval,
   runLoops,
-  writeSuperuserSecret,
+  superuserSecretFolder,
 } from './support/alternating-rounds.js';
 
 const CONCURRENCY = 16;
@@ -42,13 +39,15 @@ async function measure(db: Knex): Promise<Round> {
 }
 
 const cluster = await startCluster();
-const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-knex-'));
+const { secretDirectory, remove: removeSecret } = await superuserSecretFolder(
+  cluster,
+  'hotload-bench-overhead-knex-',
+);
 try {
-  await writeSuperuserSecret(cluster, dir);
   const superuser = cluster.connectionConfig();
   const pool = { min: 0, max: CONCURRENCY };
   const plain = knex({ client: 'pg', connection: superuser, pool });
-  const hotload = await createHotloadKnex({ hotload: { source: { secretDirectory: dir } }, pool });
+  const hotload = await createHotloadKnex({ hotload: { source: { secretDirectory } }, pool });
   const { baseline: knexRounds, candidate: hotloadRounds } = await alternatingRounds({
     rounds: ROUNDS,
     baseline: () => measure(plain),
@@ -80,5 +79,5 @@ try {
   );
 } finally {
   await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  await removeSecret();
 }

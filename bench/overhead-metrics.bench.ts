@@ -5,9 +5,6 @@
  * diagnostics channel, its registry scraped after every round as Prometheus would.
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import { Registry } from 'prom-client';
@@ -17,7 +14,7 @@ import {
   medianRatio,
   medianRatioInterval,
   runLoops,
-  writeSuperuserSecret,
+  superuserSecretFolder,
 } from './support/alternating-rounds.js';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
 
@@ -38,11 +35,13 @@ async function measure(pool: Queryable): Promise<number> {
 }
 
 const cluster = await startCluster();
-const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-metrics-'));
+const { secretDirectory, remove: removeSecret } = await superuserSecretFolder(
+  cluster,
+  'hotload-bench-overhead-metrics-',
+);
 const onSwitch = (): void => {};
 diagnosticsChannel.subscribe('hotload:switch', onSwitch);
 try {
-  await writeSuperuserSecret(cluster, dir);
   const superuser = cluster.connectionConfig();
   const registry = new Registry();
   let logLines = 0;
@@ -53,7 +52,7 @@ try {
   const hotload = await HotloadPool.create({
     max: CONCURRENCY,
     hotload: {
-      source: { secretDirectory: dir },
+      source: { secretDirectory },
       metrics: { registry },
       logger: { debug: count, info: count, warn: count, error: count },
     },
@@ -86,5 +85,5 @@ try {
 } finally {
   diagnosticsChannel.unsubscribe('hotload:switch', onSwitch);
   await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  await removeSecret();
 }

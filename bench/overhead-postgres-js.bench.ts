@@ -3,24 +3,20 @@
  * plain postgres.js and on a hotload-postgres-js `sql` following a secret directory, against
  * the same server, alternated in short rounds (see support/qps-comparison.ts).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createHotloadSql } from 'hotload-postgres-js';
 import { startCluster } from 'hotload-test-support';
 import postgres from 'postgres';
-import { writeSuperuserSecret } from './support/alternating-rounds.js';
+import { superuserSecretFolder } from './support/alternating-rounds.js';
 import { printQpsComparison } from './support/qps-comparison.js';
 
 const CONCURRENCY = 16;
 
 const cluster = await startCluster();
-const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-postgres-js-'));
-// hotload watches the secret folder's parent: a parent of its own, not the shared temp
-// folder, whose every file event (other processes' files) would cost hotload's side CPU.
-const secretDirectory = join(dir, 'secret');
+const { secretDirectory, remove: removeSecret } = await superuserSecretFolder(
+  cluster,
+  'hotload-bench-overhead-postgres-js-',
+);
 try {
-  await writeSuperuserSecret(cluster, secretDirectory);
   const { user, ...superuser } = cluster.connectionConfig();
   const options = { max: CONCURRENCY, onnotice: () => undefined };
   const plain = postgres({ ...superuser, username: user, ...options });
@@ -43,5 +39,5 @@ try {
   }
 } finally {
   await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  await removeSecret();
 }

@@ -21,9 +21,6 @@
  * open all their connections before the warm-up round, and `connections` on each line
  * shows they still had the same number at the end.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startCluster } from 'hotload-test-support';
 import pg from 'pg';
 import {
@@ -33,7 +30,7 @@ import {
   medianRatioInterval,
   ratioSpread,
   runLoops,
-  writeSuperuserSecret,
+  superuserSecretFolder,
 } from './support/alternating-rounds.js';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
 import { pinServerAndClient } from './support/cpu-pinning.js';
@@ -179,11 +176,13 @@ async function compareCheckouts(plain: Queryable, hotload: Queryable) {
 const cluster = await startCluster();
 // Before any pool connects: backends forked from now on inherit the server's CPUs.
 const pinning = pinServerAndClient(cluster.pid);
-const dir = await mkdtemp(join(tmpdir(), 'hotload-bench-overhead-'));
+const { secretDirectory, remove: removeSecret } = await superuserSecretFolder(
+  cluster,
+  'hotload-bench-overhead-',
+);
 try {
-  await writeSuperuserSecret(cluster, dir);
   const superuser = cluster.connectionConfig();
-  const hotloadOptions = { source: { secretDirectory: dir } };
+  const hotloadOptions = { source: { secretDirectory } };
   const overhead = await compare(
     new pg.Pool({ ...superuser, max: CONCURRENCY }),
     await HotloadPool.create({ max: CONCURRENCY, hotload: hotloadOptions }),
@@ -227,5 +226,5 @@ try {
   console.log(JSON.stringify({ bench: 'overhead-checkout', ...checkouts, rounds: CHECKOUT_ROUNDS }));
 } finally {
   await cluster.stop();
-  await rm(dir, { recursive: true, force: true });
+  await removeSecret();
 }

@@ -4,6 +4,9 @@
  * measurements are adjacent in time, so the median of per-round ratios cancels slow drift
  * (other load on the machine) better than a ratio of medians.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { AtomicSecretWriter } from 'hotload-core';
@@ -30,6 +33,23 @@ export async function writeSuperuserSecret(cluster: PostgresCluster, dir: string
     password: superuser.password,
     database: superuser.database,
   });
+}
+
+/**
+ * The superuser's secret folder for a bench (`<temp>/<prefix>XXXXXX/secret`), and its
+ * removal. hotload watches the secret folder's parent as well (to see the folder deleted
+ * and made again): in the shared temp folder, every file other processes write there would
+ * be work for hotload's side only (generic-pool's bench showed +14–16 % client CPU a query
+ * that way), so the folder gets a parent of its own.
+ */
+export async function superuserSecretFolder(
+  cluster: PostgresCluster,
+  prefix: string,
+): Promise<{ secretDirectory: string; remove: () => Promise<void> }> {
+  const parent = await mkdtemp(join(tmpdir(), prefix));
+  const secretDirectory = join(parent, 'secret');
+  await writeSuperuserSecret(cluster, secretDirectory);
+  return { secretDirectory, remove: () => rm(parent, { recursive: true, force: true }) };
 }
 
 /**
