@@ -57,7 +57,8 @@
  * pg-query 52,426 / 53,916 (1.028, 1.017–1.031), pg-waiters 52,155 / 53,407 (1.024,
  * 1.022–1.031), pg-checkout 11,929 / 12,463 (1.045, 1.021–1.094), knex 126,614 / 127,192
  * (1.005, 0.999–1.008), generic-pool 54,188 / 55,456 (1.023, 0.957–1.033; windows of
- * 4,000), postgres-js 68,242 / 68,768 (1.008, 0.998–1.018). The helpers' own invocations
+ * 4,000; a second invocation 52,670 / 53,446, 1.015), pg-query again 53,022 / 53,935
+ * (1.017, 1.014–1.021), postgres-js 68,242 / 68,768 (1.008, 0.998–1.018). The helpers' own invocations
  * on their branches gave pg-query 1.008, pg-waiters 1.033, pg-checkout 1.082 (1.017 in the
  * invocation before), generic-pool 1.005, postgres-js 1.014: from one invocation to the
  * next, plain alone moves by about 1 % (pg-query 52,919 → 52,426) and so does hotload, so
