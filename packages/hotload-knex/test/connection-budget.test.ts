@@ -7,7 +7,7 @@
  * pool gets (`afterCreate`).
  */
 import { createHotloadKnex } from 'hotload-knex';
-import { newPassword, setPassword, useAppDatabases } from 'hotload-test-support';
+import { useAppDatabases } from 'hotload-test-support';
 import { expect, it } from 'vitest';
 import { nextEvent } from './knex-helpers.js';
 
@@ -77,9 +77,8 @@ it('holds at most max + 1 connections across a switch with transactions held and
     await db.raw('SELECT 1');
     const switched = nextEvent(db.hotload, 'switch');
     const drained = nextEvent(db.hotload, 'drained');
-    suite.passwords.app_b = newPassword();
-    await setPassword(cluster, 'app_b', suite.passwords.app_b);
-    await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+    await suite.rotateOnServer('app_b');
+    await suite.publish(cluster, 'app_b');
     await switched;
     samples.push(await sessions());
 

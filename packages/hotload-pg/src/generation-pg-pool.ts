@@ -93,12 +93,9 @@ export class GenerationPgPool extends pg.Pool {
       // it back to pg-pool once its socket is gone.
       if (forceClosed === 'closing') return;
       released = true;
-      if (this.#observer.beforeGiveBack(client, err)) {
-        (this as unknown as PgPoolInternals)._release(client, idleListener, err);
-        return;
-      }
+      const nothingAfter = this.#observer.beforeGiveBack(client, err);
       (this as unknown as PgPoolInternals)._release(client, idleListener, err);
-      this.#observer.afterGiveBack(client);
+      if (!nothingAfter) this.#observer.afterGiveBack(client);
     };
   }
 }

@@ -5,7 +5,7 @@
  * with that map too, or an array is sent typed as its element ("malformed array literal").
  */
 import { createHotloadSql, type HotloadSql } from 'hotload-postgres-js';
-import { newPassword, nextEvent, setPassword, useAppDatabases } from 'hotload-test-support';
+import { nextEvent, useAppDatabases } from 'hotload-test-support';
 import { afterEach, expect, it } from 'vitest';
 
 const suite = useAppDatabases();
@@ -26,9 +26,8 @@ it('sends sql.array() values as arrays after a switch', async () => {
   expect((await sql`SELECT ${sql.array([1, 2])}::int[] AS a`)[0]?.a).toEqual([1, 2]);
 
   const switched = nextEvent(sql.hotload, 'switch');
-  suite.passwords.app_b = newPassword();
-  await setPassword(cluster, 'app_b', suite.passwords.app_b);
-  await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+  await suite.rotateOnServer('app_b');
+  await suite.publish(cluster, 'app_b');
   await switched;
 
   const [row] = await sql`SELECT ${sql.array([1, 2])}::int[] AS a, session_user AS u`;

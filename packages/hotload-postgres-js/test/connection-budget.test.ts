@@ -9,7 +9,7 @@
  */
 import net from 'node:net';
 import { createHotloadSql, type HotloadSql } from 'hotload-postgres-js';
-import { newPassword, nextEvent, setPassword, useAppDatabases } from 'hotload-test-support';
+import { nextEvent, useAppDatabases } from 'hotload-test-support';
 import { afterEach, expect, it } from 'vitest';
 
 const suite = useAppDatabases();
@@ -99,9 +99,8 @@ it('holds at most max + 1 connections across a switch with transactions held on 
 
   const switched = nextEvent(db.hotload, 'switch');
   const drained = nextEvent(db.hotload, 'drained');
-  suite.passwords.app_b = newPassword();
-  await setPassword(cluster, 'app_b', suite.passwords.app_b);
-  await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+  await suite.rotateOnServer('app_b');
+  await suite.publish(cluster, 'app_b');
   await switched;
 
   const answers = Array.from({ length: 2 * max }, async () => {
@@ -171,9 +170,8 @@ it('runs a query of the old generation that was waiting for budget when the swit
   const drained = nextEvent(db.hotload, 'drained');
   try {
     const switched = nextEvent(db.hotload, 'switch');
-    suite.passwords.app_b = newPassword();
-    await setPassword(cluster, 'app_b', suite.passwords.app_b);
-    await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+    await suite.rotateOnServer('app_b');
+    await suite.publish(cluster, 'app_b');
     await switched;
     // The reserved connection still holds its budget: the query can only have run on the new generation.
     expect(await waitingQuery).toBe('app_b');
@@ -232,9 +230,8 @@ it.each(NEW_WORK)(
     expect(sockets.open).toBe(max);
 
     const switched = nextEvent(db.hotload, 'switch');
-    suite.passwords.app_b = newPassword();
-    await setPassword(cluster, 'app_b', suite.passwords.app_b);
-    await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+    await suite.rotateOnServer('app_b');
+    await suite.publish(cluster, 'app_b');
     await switched;
 
     const answers = Array.from({ length: 2 * max }, async () => {

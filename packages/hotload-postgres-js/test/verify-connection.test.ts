@@ -6,7 +6,7 @@
  * resolves on such a new connection).
  */
 import { createHotloadSql, type HotloadSql } from 'hotload-postgres-js';
-import { newPassword, nextEvent, setPassword, useAppDatabases } from 'hotload-test-support';
+import { nextEvent, useAppDatabases } from 'hotload-test-support';
 import { afterEach, expect, it } from 'vitest';
 
 const suite = useAppDatabases();
@@ -20,9 +20,8 @@ afterEach(async () => {
 async function switchToAppB(db: HotloadSql): Promise<void> {
   const cluster = suite.clusters[0]!;
   const switched = nextEvent(db.hotload, 'switch');
-  suite.passwords.app_b = newPassword();
-  await setPassword(cluster, 'app_b', suite.passwords.app_b);
-  await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+  await suite.rotateOnServer('app_b');
+  await suite.publish(cluster, 'app_b');
   await switched;
 }
 
@@ -72,9 +71,8 @@ it('switches with fetch_types: false', async () => {
       ({ error }) => `verifyFailed: ${error.message}`,
     ),
   ]);
-  suite.passwords.app_b = newPassword();
-  await setPassword(cluster, 'app_b', suite.passwords.app_b);
-  await suite.secret.write(cluster, 'app_b', suite.passwords.app_b);
+  await suite.rotateOnServer('app_b');
+  await suite.publish(cluster, 'app_b');
   expect(await outcome).toBe('switch');
   expect((await sql`SELECT session_user AS u`)[0]?.u).toBe('app_b');
 });
