@@ -27,6 +27,7 @@ import {
   type ClaimRecordsLocation,
   recordOf,
   statusOf,
+  type UnreadableRecord,
 } from './claim-records.js';
 import {
   ALLOW_DELETE_ANNOTATION,
@@ -147,6 +148,13 @@ export class ClaimController extends EventEmitter {
   /** Lists and watches claims and starts the workers; resolves once the first list is in. */
   async start(): Promise<void> {
     await this.#records?.load();
+    // One hand-edited record must not stop every claim's rotation: it is left as it is and
+    // said here (and in `dbclaim_unreadable_records`); see claim-records.ts.
+    for (const { configMap, problem } of this.unreadableRecords)
+      this.#options.logger?.warn(
+        { configMap, error: problem },
+        `${problem}; left as it is: a vanished claim it records is not cleaned up until it is mended`,
+      );
     await this.#secrets?.start();
     await this.#loop.start();
     // Claims recorded but gone (deleted while no controller ran, or without the finalizer):
@@ -169,6 +177,14 @@ export class ClaimController extends EventEmitter {
   /** Whether the informer has listed (for `/readyz`). */
   get started(): boolean {
     return this.#loop.started;
+  }
+
+  /**
+   * The claim records that did not parse when they were listed (ConfigMap and problem), less
+   * those a claim has written over since; empty without records.
+   */
+  get unreadableRecords(): readonly UnreadableRecord[] {
+    return this.#records?.unreadable() ?? [];
   }
 
   /** Keys waiting or being reconciled (client-go's work-queue depth, for metrics). */

@@ -27,6 +27,13 @@
  *
  * Every write carries the resourceVersion it read; a 409 re-reads that claim's record and
  * writes again. Written only when a claim's record changes (a no-op resync writes nothing).
+ *
+ * **A record that does not parse** (edited by hand, written by something else) stops nothing:
+ * it is listed in {@link ClaimRecords.unreadable} with its ConfigMap and problem, and left as
+ * it is, since it may be the only trace of a vanished claim's database. Every other claim goes
+ * on. A claim that still exists writes its record over it (its status is the first record);
+ * a claim that is gone cannot be cleaned up by it until someone mends it. A shared ConfigMap
+ * of the earlier format with such a field is migrated but not deleted.
  */
 import { createHash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
@@ -82,12 +89,29 @@ interface StoredRecord {
   readonly resourceVersion: string | undefined;
 }
 
+/** A record ConfigMap (or a field of the earlier format's shared one) that does not parse. */
+export interface UnreadableRecord {
+  /** `namespace/name` of the ConfigMap. */
+  readonly configMap: string;
+  /** What is wrong, naming the ConfigMap and field (a record holds no secret). */
+  readonly problem: string;
+}
+
+/** An unreadable per-claim ConfigMap, by its name: its resourceVersion lets a claim's write replace it. */
+interface UnreadableMap extends UnreadableRecord {
+  readonly resourceVersion: string | undefined;
+}
+
 /** The records, listed once and then kept in step with what this process writes. */
 export class ClaimRecords {
   readonly #clients: KubeClients;
   readonly #namespace: string;
   readonly #name: string;
   #records = new Map<string, StoredRecord>();
+  /** Per ConfigMap name: the record ConfigMaps that did not parse. */
+  readonly #unreadableMaps = new Map<string, UnreadableMap>();
+  /** Fields of the earlier format's shared ConfigMap that did not parse. */
+  #unreadableShared: UnreadableRecord[] = [];
   /** Per claim key: its write under way, so two writes of one record never race. */
   readonly #writes = new Map<string, Promise<unknown>>();
 
@@ -105,6 +129,13 @@ export class ClaimRecords {
   async load(): Promise<void> {
     this.#records = await this.#list();
     await this.#migrateShared();
+  }
+
+  /** The records that did not parse, left as they are (see the module comment). */
+  unreadable(): UnreadableRecord[] {
+    return [...this.#unreadableMaps.values()]
+      .map(({ configMap, problem }) => ({ configMap, problem }))
+      .concat(this.#unreadableShared);
   }
 
   /** The claims (`namespace/name`) recorded. */
@@ -125,7 +156,7 @@ export class ClaimRecords {
 
   /** Forgets claim `key`; no write when it is not recorded. */
   remove(key: string): Promise<void> {
-    if (!this.#records.has(key)) return Promise.resolve();
+    if (!this.#records.has(key) && !this.#unreadableMaps.has(this.#mapName(key))) return Promise.resolve();
     return this.#serialized(key, async () => {
       try {
         await this.#clients.core.deleteNamespacedConfigMap({
@@ -136,11 +167,13 @@ export class ClaimRecords {
         if (!isNotFound(error)) throw error;
       }
       this.#records.delete(key);
+      this.#unreadableMaps.delete(this.#mapName(key));
     });
   }
 
   async #list(): Promise<Map<string, StoredRecord>> {
     const records = new Map<string, StoredRecord>();
+    this.#unreadableMaps.clear();
     let continueToken: string | undefined;
     do {
       const page = await this.#clients.core.listNamespacedConfigMap({
@@ -150,8 +183,8 @@ export class ClaimRecords {
         ...(continueToken ? { _continue: continueToken } : {}),
       });
       for (const map of page.items) {
-        const [key, stored] = this.#parse(map);
-        records.set(key, stored);
+        const parsed = this.#parse(map);
+        if (parsed) records.set(parsed[0], parsed[1]);
       }
       continueToken = page.metadata?._continue || undefined;
     } while (continueToken);
@@ -160,6 +193,7 @@ export class ClaimRecords {
 
   /** The earlier format: one ConfigMap named `#name`, a field per claim. See the module comment. */
   async #migrateShared(): Promise<void> {
+    this.#unreadableShared = [];
     for (let attempt = 1; ; attempt++) {
       let shared: V1ConfigMap;
       try {
@@ -171,14 +205,22 @@ export class ClaimRecords {
         if (isNotFound(error)) return;
         throw error;
       }
-      const entries = Object.entries(shared.data ?? {}).map(
-        ([field, text]) =>
-          [sharedClaimKey(field), parseRecord(text, this.#describe(this.#name, field))] as const,
-      );
+      const entries: [string, ClaimRecord][] = [];
+      const unreadable: UnreadableRecord[] = [];
+      for (const [field, text] of Object.entries(shared.data ?? {})) {
+        const where = this.#describe(this.#name, field);
+        const record = tryParseRecord(text, where);
+        if (typeof record === 'string')
+          unreadable.push({ configMap: this.#qualified(this.#name), problem: record });
+        else entries.push([sharedClaimKey(field), record]);
+      }
+      this.#unreadableShared = unreadable;
       for (let i = 0; i < entries.length; i += MIGRATION_CONCURRENCY)
         await Promise.all(
           entries.slice(i, i + MIGRATION_CONCURRENCY).map(([key, record]) => this.put(key, record)),
         );
+      // A field that did not parse has nowhere else to live: the shared ConfigMap stays.
+      if (unreadable.length > 0) return;
       try {
         // Only the version read: a write made meanwhile (an older leader) is migrated next round.
         await this.#clients.core.deleteNamespacedConfigMap({
@@ -196,7 +238,7 @@ export class ClaimRecords {
 
   async #store(key: string, record: ClaimRecord): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const known = this.#records.get(key);
+      const known = this.#records.get(key) ?? this.#unreadableMaps.get(this.#mapName(key));
       const body = this.#configMap(key, record, known?.resourceVersion);
       try {
         const stored = known
@@ -207,6 +249,7 @@ export class ClaimRecords {
             })
           : await this.#clients.core.createNamespacedConfigMap({ namespace: this.#namespace, body });
         this.#records.set(key, { record, resourceVersion: stored.metadata?.resourceVersion });
+        this.#unreadableMaps.delete(this.#mapName(key));
         return;
       } catch (error) {
         // Someone else wrote (409) or removed (404 on replace) it: start from what is there now.
@@ -223,10 +266,13 @@ export class ClaimRecords {
         name: this.#mapName(key),
         namespace: this.#namespace,
       });
-      this.#records.set(key, this.#parse(map)[1]);
+      const parsed = this.#parse(map);
+      if (parsed) this.#records.set(key, parsed[1]);
+      else this.#records.delete(key);
     } catch (error) {
       if (!isNotFound(error)) throw error;
       this.#records.delete(key);
+      this.#unreadableMaps.delete(this.#mapName(key));
     }
   }
 
@@ -258,16 +304,28 @@ export class ClaimRecords {
     return `${this.#name}-${createHash('sha256').update(key).digest('hex').slice(0, 20)}`;
   }
 
-  #parse(map: V1ConfigMap): [string, StoredRecord] {
+  /** The claim key and record of `map`; undefined (and noted in #unreadableMaps) when it does not parse. */
+  #parse(map: V1ConfigMap): [string, StoredRecord] | undefined {
     const name = map.metadata?.name ?? '';
+    const resourceVersion = map.metadata?.resourceVersion;
     const key = map.data?.[CLAIM_FIELD];
-    if (!key) throw new Error(`${this.#describe(name, CLAIM_FIELD)}: missing`);
-    const record = parseRecord(map.data?.[RECORD_FIELD] ?? '', this.#describe(name, RECORD_FIELD));
-    return [key, { record, resourceVersion: map.metadata?.resourceVersion }];
+    const record = key
+      ? tryParseRecord(map.data?.[RECORD_FIELD] ?? '', this.#describe(name, RECORD_FIELD))
+      : `${this.#describe(name, CLAIM_FIELD)}: missing`;
+    if (typeof record === 'string') {
+      this.#unreadableMaps.set(name, { configMap: this.#qualified(name), problem: record, resourceVersion });
+      return undefined;
+    }
+    this.#unreadableMaps.delete(name);
+    return [key as string, { record, resourceVersion }];
   }
 
   #describe(name: string, field: string): string {
-    return `claim record ConfigMap ${this.#namespace}/${name}, field ${field}`;
+    return `claim record ConfigMap ${this.#qualified(name)}, field ${field}`;
+  }
+
+  #qualified(name: string): string {
+    return `${this.#namespace}/${name}`;
   }
 }
 
@@ -305,13 +363,16 @@ function sameRecord(a: ClaimRecord | undefined, b: ClaimRecord): boolean {
   return a !== undefined && isDeepStrictEqual(a, b);
 }
 
-/** A record's JSON; `where` names the ConfigMap and field in the error (a record holds no secret). */
-function parseRecord(text: string, where: string): ClaimRecord {
+/**
+ * A record's JSON, or what is wrong with it: `where` names the ConfigMap and field (a record
+ * holds no secret, so the problem may be shown as it is).
+ */
+function tryParseRecord(text: string, where: string): ClaimRecord | string {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw new Error(`${where}: not JSON`);
+    return `${where}: not JSON`;
   }
   const record = value as Partial<ClaimRecord> | null;
   if (
@@ -319,7 +380,7 @@ function parseRecord(text: string, where: string): ClaimRecord {
     typeof record.secretName !== 'string' ||
     !Array.isArray(record.retired)
   )
-    throw new Error(`${where}: not a claim record (uid, secretName and retired are required)`);
+    return `${where}: not a claim record (uid, secretName and retired are required)`;
   return record as ClaimRecord;
 }
 

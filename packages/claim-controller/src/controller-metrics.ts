@@ -4,7 +4,8 @@
  * reconciles by result and their duration, reconcile errors, the work-queue depth; and it
  * feeds the claim gauge the folder mode sets after each pass (`dbclaim_claims{state}`, the
  * reconciler metrics' `claimStates`) from each claim's last outcome. `dbclaim_oldest_password_age_seconds` and
- * `dbclaim_password_rotation_period_seconds` let an alert say "rotation overdue".
+ * `dbclaim_password_rotation_period_seconds` let an alert say "rotation overdue";
+ * `dbclaim_unreadable_records` that a claim record was edited into something else.
  * `deploy/monitoring/alerts.yaml` is written against these names; a test checks it against a
  * scrape. The leader election metrics are here too ({@link leaderElectionMetrics}).
  */
@@ -81,7 +82,15 @@ export function registerControllerMetrics(
       this.set(config().password.rotationPeriodMinutes * 60);
     },
   });
-  for (const metric of [reconciles, errors, duration, depth, oldestPassword, period])
+  const unreadableRecords = new client.Gauge({
+    name: 'dbclaim_unreadable_records',
+    help: 'Claim record ConfigMaps that do not parse (left as they are; a vanished claim they record is not cleaned up)',
+    registers: [],
+    collect() {
+      this.set(controller.unreadableRecords.length);
+    },
+  });
+  for (const metric of [reconciles, errors, duration, depth, oldestPassword, period, unreadableRecords])
     registry.registerMetric(metric);
   for (const result of ['success', 'error', 'requeue']) reconciles.inc({ controller: CONTROLLER, result }, 0);
   errors.inc({ controller: CONTROLLER }, 0);

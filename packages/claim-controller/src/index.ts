@@ -12,6 +12,7 @@ export {
   type KeyReconciled,
 } from './claim-controller.js';
 export { claimCustomResourceDefinition } from './claim-crd.js';
+export type { UnreadableRecord } from './claim-records.js';
 export {
   ALLOW_DELETE_ANNOTATION,
   allowsDataDeletion,

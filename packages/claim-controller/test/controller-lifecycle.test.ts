@@ -5,6 +5,7 @@
  * Events; a rotation updates the Secret in place; deletion applies the deletion policy
  * behind the finalizer.
  */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseReconcilerConfig } from 'hotload-claim-reconciler';
@@ -303,20 +304,92 @@ describeOnControlPlane('a DatabaseClaim resource', () => {
     expect(await bed.objects.get('configmaps', namespace, RECORDS)).toBeUndefined();
   });
 
-  it('a record ConfigMap edited into something else stops the start with an error naming it and the field', async () => {
+  it('a shared ConfigMap of the earlier format with a field that does not parse: the others moved, it kept, the field named', async () => {
     const namespace = CONTROLLER_SERVICE_ACCOUNT.namespace;
+    const good = { uid: 'u-good', secretName: 'good', binding: null, retired: [], allowDataDeletion: false };
     await bed.objects.create('configmaps', namespace, {
-      metadata: { name: 'hotload-claim-records-edited', labels: { [RECORDS_LABEL]: RECORDS } },
-      data: { claim: 'shop/edited', record: '{"uid": "u", "secretName": ' },
+      metadata: { name: RECORDS },
+      data: { 'shared.good': JSON.stringify(good), 'shared.bad': '{"uid": 1}' },
     });
     try {
       const config = parseReconcilerConfig(suite.configText, suite.configFile);
-      running = await makeController(bed, { config, now: () => clock }, { namespaces: ['edited'] });
-      await expect(running.controller.start()).rejects.toThrow(
-        `claim record ConfigMap ${namespace}/hotload-claim-records-edited, field record: not JSON`,
-      );
+      running = await makeController(bed, { config, now: () => clock }, { namespaces: ['shared'] });
+      await running.controller.start();
+      expect((await storedRecord(bed.objects, 'shared/good'))?.record).toEqual(good);
+      expect(running.controller.unreadableRecords).toEqual([
+        {
+          configMap: `${namespace}/${RECORDS}`,
+          problem: `claim record ConfigMap ${namespace}/${RECORDS}, field shared.bad: not a claim record (uid, secretName and retired are required)`,
+        },
+      ]);
+      expect((await bed.objects.get('configmaps', namespace, RECORDS))?.data).toMatchObject({
+        'shared.bad': '{"uid": 1}',
+      });
     } finally {
-      await bed.objects.delete('configmaps', namespace, 'hotload-claim-records-edited');
+      await bed.objects.delete('configmaps', namespace, RECORDS);
+      const moved = await storedRecord(bed.objects, 'shared/good');
+      if (moved) await bed.objects.delete('configmaps', namespace, moved.name);
+    }
+  });
+
+  it('a record ConfigMap edited into something else stops nothing: named in a warning and the gauge, left as it is, written over by its claim', async () => {
+    const namespace = CONTROLLER_SERVICE_ACCOUNT.namespace;
+    // The record of claim edited/e-one (its ConfigMap's name is the hash of that key), cut
+    // short by hand; and one whose claim field is gone, which no claim can write over.
+    const ownName = `${RECORDS}-${createHash('sha256').update('edited/e-one').digest('hex').slice(0, 20)}`;
+    const orphanName = `${RECORDS}-edited`;
+    const labels = { [RECORDS_LABEL]: RECORDS };
+    await bed.objects.create('configmaps', namespace, {
+      metadata: { name: ownName, labels },
+      data: { claim: 'edited/e-one', record: '{"uid": "u", "secretName": ' },
+    });
+    await bed.objects.create('configmaps', namespace, {
+      metadata: { name: orphanName, labels },
+      data: { record: '{}' },
+    });
+    try {
+      const warnings: string[] = [];
+      const quiet = () => undefined;
+      const logger = {
+        debug: quiet,
+        info: quiet,
+        error: quiet,
+        warn: (_fields: object, message: string) => void warnings.push(message),
+      };
+      const config = parseReconcilerConfig(suite.configText, suite.configFile);
+      running = await makeController(bed, { config, now: () => clock }, { namespaces: ['edited'], logger });
+      await running.controller.start();
+      const ownProblem = `claim record ConfigMap ${namespace}/${ownName}, field record: not JSON`;
+      const orphanProblem = `claim record ConfigMap ${namespace}/${orphanName}, field claim: missing`;
+      expect(running.controller.unreadableRecords).toEqual(
+        expect.arrayContaining([
+          { configMap: `${namespace}/${ownName}`, problem: ownProblem },
+          { configMap: `${namespace}/${orphanName}`, problem: orphanProblem },
+        ]),
+      );
+      expect(running.controller.unreadableRecords).toHaveLength(2);
+      expect(warnings).toEqual(
+        expect.arrayContaining([expect.stringContaining(ownProblem), expect.stringContaining(orphanProblem)]),
+      );
+
+      // The claim it records still exists: its reconcile writes the record over the edited one.
+      const reconciled = nextEvent<KeyReconciled>(
+        running.controller,
+        'reconciled',
+        (r) => r.key === 'edited/e-one',
+      );
+      const created = await createReadyClaim(bed.objects, 'edited', 'e-one');
+      expect((await reconciled).outcome).toBe('created');
+      const stored = await storedRecord(bed.objects, 'edited/e-one');
+      expect(stored?.name).toBe(ownName);
+      expect(stored?.record).toMatchObject({ uid: created.object.metadata.uid, secretName: 'e-one' });
+      expect(running.controller.unreadableRecords).toEqual([
+        { configMap: `${namespace}/${orphanName}`, problem: orphanProblem },
+      ]);
+      // The one no claim owns is left exactly as it was.
+      expect((await bed.objects.get('configmaps', namespace, orphanName))?.data).toEqual({ record: '{}' });
+    } finally {
+      await bed.objects.delete('configmaps', namespace, orphanName);
     }
   });
 
