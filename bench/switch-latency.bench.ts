@@ -83,7 +83,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { DRIVERS, type Driver, type Subject } from '../test/contract/subjects.js';
 
-const WORKERS = 8;
+const WORKERS = Number(process.env.SWITCH_LATENCY_WORKERS ?? 8);
 /** Switches per driver and case (`SWITCH_LATENCY_SWITCHES`, default 20): more make the p50 steadier on a busy machine. */
 const SWITCHES = Number(process.env.SWITCH_LATENCY_SWITCHES ?? 20);
 

@@ -1,8 +1,8 @@
-import { lstat, readdir, readlink } from 'node:fs/promises';
 import { isAbsolute, join, resolve } from 'node:path';
 import { DATA_DIR_NAME } from './atomic-writer.js';
 import { parseDsn } from './dsn.js';
 import { fsSourceError, SourceError } from './errors.js';
+import { type FileReads, type FileSourceOptions, FolderFileReads } from './file-reads.js';
 import { normalizeParams, type RawParams } from './normalize.js';
 import { FILE_KEYWORDS, LIBPQ_KEYWORDS, SECRET_KEYWORDS } from './params.js';
 import { readSourceText } from './read-file.js';
@@ -62,10 +62,14 @@ interface DirectoryRead extends RawParams {
  * lose only their trailing line breaks (`\n`, `\r\n`), as written by `echo` or an editor;
  * a password may begin or end with spaces. A file that is then empty is an `empty` error.
  */
-export async function readDirectoryParams(dir: string, source: string): Promise<DirectoryRead> {
+export async function readDirectoryParams(
+  dir: string,
+  source: string,
+  reads: FileReads,
+): Promise<DirectoryRead> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await readDirectoryOnce(dir, source);
+      return await readDirectoryOnce(dir, source, reads);
     } catch (error) {
       if (!(error instanceof SwappedWhileReading)) throw error;
       if (attempt >= MAX_SNAPSHOT_ATTEMPTS) {
@@ -80,37 +84,37 @@ export async function readDirectoryParams(dir: string, source: string): Promise<
   }
 }
 
-async function currentDataTarget(dir: string): Promise<string | undefined> {
+async function currentDataTarget(dir: string, reads: FileReads): Promise<string | undefined> {
   try {
-    return await readlink(join(dir, DATA_DIR_NAME));
+    return await reads.readlink(join(dir, DATA_DIR_NAME));
   } catch {
     return undefined; // no ..data (EINVAL: not a symlink; ENOENT: a plain directory)
   }
 }
 
 /** mtime of the `..data` link itself (0 if it is gone: the end-of-read check then restarts). */
-async function dataLinkMtime(dir: string): Promise<number> {
+async function dataLinkMtime(dir: string, reads: FileReads): Promise<number> {
   try {
-    return (await lstat(join(dir, DATA_DIR_NAME))).mtimeMs;
+    return (await reads.lstat(join(dir, DATA_DIR_NAME))).mtimeMs;
   } catch {
     return 0;
   }
 }
 
-async function readDirectoryOnce(dir: string, source: string): Promise<DirectoryRead> {
-  const dataTarget = await currentDataTarget(dir);
+async function readDirectoryOnce(dir: string, source: string, reads: FileReads): Promise<DirectoryRead> {
+  const dataTarget = await currentDataTarget(dir, reads);
   const snapshotDir =
     dataTarget === undefined ? dir : isAbsolute(dataTarget) ? dataTarget : resolve(dir, dataTarget);
   let names: Set<string>;
   try {
-    names = new Set((await readdir(snapshotDir)).map(String));
+    names = new Set(await reads.readdir(snapshotDir));
   } catch (error) {
     if (dataTarget !== undefined) throw new SwappedWhileReading();
     throw fsSourceError(source, dir, error);
   }
 
-  // Every candidate file present is read at once (the thread pool reads them in
-  // parallel), then the values are combined in precedence order.
+  // Every candidate file present is read at once (read async, the thread pool reads them
+  // in parallel), then the values are combined in precedence order.
   const wanted: [name: string, keyword: string][] = [
     ...DSN_KEYS.map((name) => [name, 'dsn'] as [string, string]),
     ...KEY_FILE_ALIASES.map(([file, keyword]) => [file, keyword] as [string, string]),
@@ -123,10 +127,10 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
   const [results, linkMtimeMs] = await Promise.all([
     Promise.all(
       wanted.map(([name, keyword]) =>
-        readSourceText(join(snapshotDir, name), join(dir, name), source, keyword),
+        readSourceText(join(snapshotDir, name), join(dir, name), source, keyword, reads),
       ),
     ),
-    dataTarget === undefined ? 0 : dataLinkMtime(dir),
+    dataTarget === undefined ? 0 : dataLinkMtime(dir, reads),
   ]);
   let mtimeMs = linkMtimeMs;
   const values = new Map<string, string>();
@@ -185,7 +189,7 @@ async function readDirectoryOnce(dir: string, source: string): Promise<Directory
   }
   if (dataTarget !== undefined) pinFilesToSnapshot(params, snapshotDir);
 
-  if (dataTarget !== undefined && (await currentDataTarget(dir)) !== dataTarget)
+  if (dataTarget !== undefined && (await currentDataTarget(dir, reads)) !== dataTarget)
     throw new SwappedWhileReading();
   return { params, origins, mtimeMs, atomic: dataTarget !== undefined };
 }
@@ -228,9 +232,11 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
   readonly watchPaths: readonly string[];
   /** The directories' absolute paths, lowest precedence first. */
   readonly directories: readonly string[];
+  readonly #reads: FolderFileReads;
 
-  constructor(directories: readonly string[]) {
+  constructor(directories: readonly string[], options: FileSourceOptions = {}) {
     super();
+    this.#reads = new FolderFileReads(options.fileReads);
     if (directories.length === 0) throw new TypeError('MergedDirectoriesSource needs at least one directory');
     this.directories = Object.freeze(directories.map((d) => resolve(d)));
     this.watchPaths = this.directories;
@@ -244,7 +250,7 @@ export class MergedDirectoriesSource extends SnapshotSource implements Connectio
     let mtimeMs = 0;
     let atomic = true;
     for (const dir of this.directories) {
-      const one = await readDirectoryParams(dir, this.description);
+      const one = await readDirectoryParams(dir, this.description, await this.#reads.for(dir));
       Object.assign(params, one.params);
       Object.assign(origins, one.origins);
       mtimeMs = Math.max(mtimeMs, one.mtimeMs);
@@ -280,12 +286,12 @@ export class SecretDirectorySource extends SnapshotSource implements ConnectionS
   readonly directory: string;
   readonly #merged: MergedDirectoriesSource;
 
-  constructor(directory: string) {
+  constructor(directory: string, options: FileSourceOptions = {}) {
     super();
     this.directory = resolve(directory);
     this.watchPaths = [this.directory];
     this.description = `secret-directory ${this.directory}`;
-    this.#merged = new MergedDirectoriesSource([this.directory]);
+    this.#merged = new MergedDirectoriesSource([this.directory], options);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { parseDsn } from './dsn.js';
 import { SourceError } from './errors.js';
+import { type FileSourceOptions, FolderFileReads } from './file-reads.js';
 import { normalizeParams } from './normalize.js';
 import { readSourceText } from './read-file.js';
 import { SnapshotSource } from './snapshot-source.js';
@@ -21,9 +22,11 @@ export class DsnFileSource extends SnapshotSource implements ConnectionSource {
   readonly watchPaths: readonly string[];
   /** The DSN file's absolute path. */
   readonly file: string;
+  readonly #reads: FolderFileReads;
 
-  constructor(file: string) {
+  constructor(file: string, options: FileSourceOptions = {}) {
     super();
+    this.#reads = new FolderFileReads(options.fileReads);
     this.file = resolve(file);
     this.watchPaths = [dirname(this.file)];
     this.description = `dsn-file ${this.file}`;
@@ -33,7 +36,7 @@ export class DsnFileSource extends SnapshotSource implements ConnectionSource {
   protected override async readNow(): Promise<SourceSnapshot> {
     const source = this.description;
     const file = this.file;
-    const result = await readSourceText(file, file, source);
+    const result = await readSourceText(file, file, source, undefined, await this.#reads.for(dirname(file)));
     if (result.kind === 'absent') {
       throw new SourceError({
         code: 'missing',

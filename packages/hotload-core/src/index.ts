@@ -50,6 +50,7 @@ export {
 export { DsnFileSource } from './dsn-file-source.js';
 export { isSourceError, SourceError, type SourceErrorCode, type SourceErrorInit } from './errors.js';
 export type { ChangeEvent, SourceWatcherOptions, WatchMode } from './events.js';
+export type { FileReadMode, FileSourceOptions } from './file-reads.js';
 export { formatKeyValueDsn, formatUriDsn, quoteLibpqValue, toSecretFiles } from './format.js';
 export { LIBPQ_ENV_VARS, LibpqEnvironmentSource } from './libpq-env-source.js';
 export {

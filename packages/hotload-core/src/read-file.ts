@@ -1,5 +1,5 @@
-import { open } from 'node:fs/promises';
 import { fsSourceError, SourceError } from './errors.js';
+import { ASYNC_FILE_READS, type FileReads, type OpenSourceFile } from './file-reads.js';
 
 /** Files larger than this are refused: no connection setting is anywhere near it. */
 export const MAX_SOURCE_FILE_BYTES = 1024 * 1024;
@@ -16,16 +16,18 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * path errors name (the user-visible one, not a `..data` folder). A missing file is
  * `absent` (the caller decides whether that matters); binary content, invalid UTF-8, a
  * directory or a file over 1 MiB is an error that names the file, never its content.
+ * `reads` makes the file system calls (see file-reads.ts).
  */
 export async function readSourceText(
   path: string,
   shownAs: string,
   source: string,
   key?: string,
+  reads: FileReads = ASYNC_FILE_READS,
 ): Promise<ReadTextResult> {
-  let handle: Awaited<ReturnType<typeof open>> | undefined;
+  let handle: OpenSourceFile | undefined;
   try {
-    handle = await open(path, 'r');
+    handle = await reads.open(path);
     const stat = await handle.stat();
     if (stat.isDirectory()) {
       return {
@@ -44,7 +46,7 @@ export async function readSourceText(
     for (;;) {
       if (length === buffer.length) buffer = grown(buffer);
       const wanted = buffer.length - length;
-      const { bytesRead } = await handle.read(buffer, length, wanted, null);
+      const bytesRead = await handle.read(buffer, length, wanted);
       length += bytesRead;
       if (length > MAX_SOURCE_FILE_BYTES) return { kind: 'error', error: tooLarge(source, shownAs, key) };
       // A regular file's short read is its end: no extra read to see 0 bytes.
@@ -80,8 +82,8 @@ export async function readSourceText(
     return { kind: 'error', error: fsSourceError(source, shownAs, error, key) };
   } finally {
     // Not awaited: the text is read, and a switch waits on this read; on a busy event loop
-    // each await is a wait for its turn. A failed close leaves nothing to report.
-    void handle?.close().catch(() => undefined);
+    // each await is a wait for its turn.
+    handle?.close();
   }
 }
 

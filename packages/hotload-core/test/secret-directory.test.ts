@@ -8,10 +8,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   ConnectionConfig,
   createSource,
+  type FileReadMode,
   SecretDirectorySource,
   toSecretFiles,
   writeSecretAtomically,
 } from '../src/index.js';
+import { secretVersion } from './fixtures/secret-versions.js';
 import { tempDir } from './helpers.js';
 import { sourceError, writeFiles } from './sources.js';
 
@@ -260,13 +262,13 @@ describe('SecretDirectorySource: kubelet layout', () => {
     expect((await read()).port).toBe(1);
   });
 
-  it('never mixes two versions while swaps happen during reads', async () => {
-    const versions = Array.from({ length: 40 }, (_, i) =>
-      ConnectionConfig.create({ host: `h${i}`, user: `u${i}`, password: `p${i}`, database: `d${i}` }),
-    );
-    const allowed = new Set(versions.map((v) => v.fingerprint));
-    await writeSecretAtomically(dir, toSecretFiles(versions[0]!));
-    const source = new SecretDirectorySource(dir);
+  /**
+   * Reads in a loop while `swap` swaps versions 1 to VERSIONS-1 in; resolves with the
+   * fingerprints read. Only "kept changing" may fail a read, never a mixed config.
+   */
+  async function readWhileSwapping(fileReads: FileReadMode, swap: () => Promise<unknown>): Promise<string[]> {
+    await writeSecretAtomically(dir, toSecretFiles(secretVersion(0)));
+    const source = new SecretDirectorySource(dir, { fileReads });
     let stop = false;
     const seen: string[] = [];
     const reader = (async () => {
@@ -274,14 +276,36 @@ describe('SecretDirectorySource: kubelet layout', () => {
         try {
           seen.push((await source.read()).fingerprint);
         } catch (error) {
-          // only "kept changing" is acceptable, never a mixed config
           expect((error as Error).message).toMatch(/kept changing/);
         }
+        // A sync read never yields: let the loop turn, so that `stop` can come.
+        if (fileReads === 'sync') await new Promise((resolveTurn) => setImmediate(resolveTurn));
       }
     })();
-    for (const v of versions.slice(1)) await writeSecretAtomically(dir, toSecretFiles(v));
+    await swap();
     stop = true;
     await reader;
+    return seen;
+  }
+
+  const VERSIONS = 40;
+  const allowed = new Set(Array.from({ length: VERSIONS }, (_, i) => secretVersion(i).fingerprint));
+
+  it('never mixes two versions while swaps happen during reads (async: swapped in this process between its calls)', async () => {
+    const seen = await readWhileSwapping('async', async () => {
+      for (let i = 1; i < VERSIONS; i++) await writeSecretAtomically(dir, toSecretFiles(secretVersion(i)));
+    });
+    expect(seen.length).toBeGreaterThan(0);
+    for (const fingerprint of seen) expect(allowed.has(fingerprint)).toBe(true);
+  });
+
+  it('never mixes two versions while swaps happen during reads (sync: swapped by another process, as the kubelet does)', async () => {
+    const script = fileURLToPath(new URL('./fixtures/write-versions.ts', import.meta.url));
+    const seen = await readWhileSwapping('sync', () =>
+      execFileAsync(process.execPath, ['--import', 'tsx', script, dir, String(VERSIONS)], {
+        timeout: 60_000,
+      }),
+    );
     expect(seen.length).toBeGreaterThan(0);
     for (const fingerprint of seen) expect(allowed.has(fingerprint)).toBe(true);
   });
