@@ -53,29 +53,6 @@ export async function superuserSecretFolder(
 }
 
 /**
- * `concurrency` loops that each run `step(n)`, n = 0, 1, 2, ..., back to back for `millis`:
- * how many steps completed and how many seconds that took.
- */
-export async function runLoops(
-  concurrency: number,
-  millis: number,
-  step: (n: number) => Promise<unknown>,
-): Promise<{ count: number; seconds: number }> {
-  let count = 0;
-  const started = performance.now();
-  const deadline = started + millis;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let n = 0; performance.now() < deadline; n++) {
-        await step(n);
-        count++;
-      }
-    }),
-  );
-  return { count, seconds: (performance.now() - started) / 1000 };
-}
-
-/**
  * Measures `baseline` and `candidate` once each as a warm-up (connections and JIT), then
  * `rounds` times each, alternating which goes first so drift (CPU frequency, autovacuum)
  * hits both alike; `afterRound` runs after each round's pair. With `maxRounds`, rounds
