@@ -23,6 +23,16 @@ import type { SideRunner } from './side-runner.js';
 
 const BASE_TSCONFIG = fileURLToPath(new URL('../../tsconfig.base.json', import.meta.url));
 
+/**
+ * Node flags for one side's process only: QPS_TRACE_FLAGS (space-separated, e.g.
+ * `--trace-gc`, `--trace-turbo-inlining`, `--cpu-prof`) when QPS_TRACE_SIDE names `side`.
+ * Flags given to the bench's own node command reach both sides.
+ */
+function traceFlags(side: Side): string[] {
+  if (process.env.QPS_TRACE_SIDE !== side) return [];
+  return (process.env.QPS_TRACE_FLAGS ?? '').split(' ').filter(Boolean);
+}
+
 /** The child's next message; rejects if it exits first (its own error is on stderr). */
 function nextMessage(child: ChildProcess, side: Side): Promise<SideMessage> {
   return new Promise((resolve, reject) => {
@@ -72,6 +82,7 @@ export async function sideInChildProcess(
       TSX_TSCONFIG_PATH: BASE_TSCONFIG,
     },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    execArgv: [...traceFlags(side), ...process.execArgv],
   });
   const ready = await nextMessage(child, side);
   if (ready.type !== 'ready') throw new Error(`the ${side} side answered ${ready.type} before ready`);
