@@ -10,7 +10,8 @@ const CONCURRENCY = 16;
 
 await runQpsBench({
   secretPrefix: 'hotload-bench-overhead-postgres-js-',
-  plan: { rounds: 15, roundMillis: 800 },
+  // At least 15 rounds; while the ratio's ci95 is wider than ±0.02, up to 60.
+  plan: { rounds: 15, roundMillis: 800, maxRounds: 60, targetHalfWidth: 0.02 },
   workloads: [
     {
       bench: 'overhead-postgres-js',

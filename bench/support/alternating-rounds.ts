@@ -58,10 +58,12 @@ export async function superuserSecretFolder(
  * hits both alike; `afterRound` runs after each round's pair. With `maxRounds`, rounds
  * go on past `rounds` until `enough` says the figures are precise enough (or `maxRounds`
  * is reached): a quiet machine stops early, a noisy one measures longer instead of
- * reporting noise.
+ * reporting noise. `collectGarbage: false` skips the full collection before each
+ * measurement (for sides measured in other processes, this process's heap is no side's).
  */
 export async function alternatingRounds<T>(options: {
   rounds: number;
+  collectGarbage?: boolean;
   baseline: () => Promise<T>;
   candidate: () => Promise<T>;
   afterRound?: () => Promise<void>;
@@ -69,8 +71,9 @@ export async function alternatingRounds<T>(options: {
   enough?: (results: { baseline: T[]; candidate: T[] }) => boolean;
 }): Promise<{ baseline: T[]; candidate: T[] }> {
   const { rounds, afterRound, maxRounds = rounds, enough = () => true } = options;
-  const baseline = () => settled(options.baseline);
-  const candidate = () => settled(options.candidate);
+  const settle = options.collectGarbage === false ? <R>(measure: () => Promise<R>) => measure() : settled;
+  const baseline = () => settle(options.baseline);
+  const candidate = () => settle(options.candidate);
   await baseline();
   await candidate();
   const results = { baseline: [] as T[], candidate: [] as T[] };

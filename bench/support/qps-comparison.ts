@@ -102,6 +102,9 @@ async function compare(
     results = await alternatingRounds({
       rounds: plan.rounds,
       maxRounds: plan.maxRounds ?? plan.rounds,
+      // One process's figures: a full collection first, so neither side pays for the
+      // other's garbage. Each in its own process, a side's garbage is its own to collect.
+      collectGarbage: mode === 'one-process',
       baseline: () => plain.round(plan.roundMillis),
       candidate: () => hotload.round(plan.roundMillis),
       enough: ({ baseline, candidate }) => {
