@@ -7,6 +7,12 @@
  * The ratio is the median of the per-round ratios: each compares two back-to-back
  * measurements, so load from other processes on the machine cancels out better than in a
  * ratio of two medians. Each side's client CPU time per query is reported too.
+ *
+ * Figures (separate processes; `cd bench && node --import tsx overhead-knex.bench.ts`):
+ * load average 13.2 → 8.6: 0.977 (ci95 0.916–1.036, 60 rounds), client CPU 33.4 vs 33.4 µs
+ * a query; a first run with 15 rounds at load 9 to 11: 0.887 (ci95 0.734–1.225), 32.3 vs
+ * 32.7 µs. Queries waited 46–70 µs each for a CPU: the ratio's interval is that noise.
+ * One process (before): 0.869 (ci95 0.689–1.103) and 1.019 (ci95 0.95–1.091).
  */
 import type { Knex } from 'knex';
 import { runQpsBench } from './support/qps-bench.js';

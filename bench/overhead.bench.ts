@@ -23,6 +23,20 @@
  * rest; the hotload pool's connection fields come from a secret with the same login), both
  * open all their connections before the warm-up round, and `connections` on each query
  * line shows they still had the same number at the end.
+ *
+ * Run it as `cd bench && TSX_TSCONFIG_PATH=../tsconfig.base.json node --import tsx
+ * overhead.bench.ts` (after a build): the checkout line runs in this process, which tsx
+ * otherwise gives hotload-core's TypeScript sources (tsconfig `paths`), a keepNames
+ * wrapper around every closure: 2,874 vs 1,729 ns (0.721) that way, 1,666 vs 1,606 ns
+ * (0.977) built, minutes apart. The pools' processes always load the built packages.
+ *
+ * Figures (separate processes, pinned; that command, once, load average 6.7 → 13.5 → 9.9):
+ * `overhead` 0.987 (ci95 0.959–1.024, 120 rounds), client CPU 14.9 vs 14.6 µs a query;
+ * `overhead-waiters` 0.981 (ci95 0.946–0.996, 120 rounds), 15.0 vs 14.7 µs a query;
+ * `overhead-checkout` 0.977. Without TSX_TSCONFIG_PATH just before (load 11.6 → 9.3):
+ * `overhead` 0.994 (ci95 0.966–1.039), 17.6 vs 17.4 µs; `overhead-waiters` 1.022 (ci95
+ * 0.987–1.064), 17.3 vs 17.0 µs. The one-process figures before them (hotload-pg's
+ * README): `overhead` 0.971 (ci95 0.922–0.995), `overhead-waiters` 1.029 (ci95 0.988–1.058).
  */
 import type pg from 'pg';
 import { alternatingRounds, median, medianRatio } from './support/alternating-rounds.js';
