@@ -5,9 +5,10 @@
  * support/qps-comparison.ts; `QPS_MODE=one-process` runs both in this process).
  *
  * Figures (separate processes; `cd bench && node --import tsx overhead-postgres-js.bench.ts`):
- * with the follower made when a query runs, load average 8.9 → 12.5: 1.015 (ci95
- * 0.905–1.133, 60 rounds), client CPU 23.2 vs 22.6 µs a query, no mark-compact; at load 9,
- * 15 rounds: 1.031 (ci95 0.784–1.233), 21.4 vs 21.4 µs. Before that change, in separate
+ * with the follower made when a query runs, load average 5.9 → 9.7: 1.034 (ci95
+ * 0.984–1.068, 60 rounds), client CPU 20.3 vs 20.1 µs a query, no mark-compact; load 8.9 →
+ * 12.5: 1.015 (ci95 0.905–1.133, 60 rounds), 23.2 vs 22.6 µs; load 9, 15 rounds: 1.031
+ * (ci95 0.784–1.233), 21.4 vs 21.4 µs. Before that change, in separate
  * processes: 0.714, 0.779, 0.729 (ci95 highs below 0.96), CPU 28–29 vs 20–21 µs, hotload's
  * process promoting queries (8 to 24 mark-compacts a run, plain none). One process (older
  * figure): 0.843 (ci95 0.775–1.157), 45.6 vs 40.5 µs, 36 mark-compacts a run.
