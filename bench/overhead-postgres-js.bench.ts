@@ -11,7 +11,9 @@
  * (ci95 0.784–1.233), 21.4 vs 21.4 µs. Before that change, in separate
  * processes: 0.714, 0.779, 0.729 (ci95 highs below 0.96), CPU 28–29 vs 20–21 µs, hotload's
  * process promoting queries (8 to 24 mark-compacts a run, plain none). One process (older
- * figure): 0.843 (ci95 0.775–1.157), 45.6 vs 40.5 µs, 36 mark-compacts a run.
+ * figure): 0.843 (ci95 0.775–1.157), 45.6 vs 40.5 µs, 36 mark-compacts a run; on the final
+ * code (`QPS_MODE=one-process TSX_TSCONFIG_PATH=../tsconfig.base.json`, load 10.1 → 14.8):
+ * 0.875 (ci95 0.827–0.913, 60 rounds), 59.5 vs 51.2 µs.
  */
 import { runQpsBench } from './support/qps-bench.js';
 
