@@ -80,6 +80,18 @@ function sideFigures(rounds: readonly QpsRound[], connections: number | undefine
   };
 }
 
+/**
+ * Both sides opened at once; if one fails to open, the other is ended (its process would
+ * otherwise run on against a server about to stop) before the failure is thrown.
+ */
+async function openBoth(open: (side: Side) => Promise<SideRunner>): Promise<[SideRunner, SideRunner]> {
+  const [plain, hotload] = await Promise.allSettled([open('plain'), open('hotload')]);
+  if (plain.status === 'fulfilled' && hotload.status === 'fulfilled') return [plain.value, hotload.value];
+  for (const side of [plain, hotload])
+    if (side.status === 'fulfilled') await side.value.finish().catch(() => undefined);
+  throw (plain.status === 'rejected' ? plain : (hotload as PromiseRejectedResult)).reason;
+}
+
 /** Runs `workload`'s comparison and returns its line's fields. */
 async function compare(
   workload: QpsWorkload,
@@ -93,7 +105,7 @@ async function compare(
       : // The bench file itself is the side process's entry (it serves its side when run so).
         sideInChildProcess(process.argv[1]!, workload, side, target);
   const loadAtStart = loadavg()[0]!;
-  const [plain, hotload] = await Promise.all([open('plain'), open('hotload')]);
+  const [plain, hotload] = await openBoth(open);
   const qps = (rounds: readonly QpsRound[]) => rounds.map((round) => round.qps);
   const { targetHalfWidth } = plan;
   const finishBoth = () => Promise.all([plain.finish(), hotload.finish()]);
