@@ -11,6 +11,7 @@
  * Figures (separate processes; `cd bench && node --import tsx overhead-knex.bench.ts`):
  * load average 13.2 → 8.6: 0.977 (ci95 0.916–1.036, 60 rounds), client CPU 33.4 vs 33.4 µs
  * a query; again at load 9.4 → 9.3: 0.999 (ci95 0.916–1.074, 60 rounds), 33.1 vs 32.6 µs;
+ * a third at load 7.7 → 10.1: 1.044 (ci95 0.931–1.194), 41.7 vs 44.0 µs;
  * a first run with 15 rounds at load 9 to 11: 0.887 (ci95 0.734–1.225), 32.3 vs
  * 32.7 µs. Queries waited 46–70 µs each for a CPU: the ratio's interval is that noise.
  * One process (before): 0.869 (ci95 0.689–1.103) and 1.019 (ci95 0.95–1.091).
