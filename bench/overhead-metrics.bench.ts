@@ -13,10 +13,10 @@ import {
   median,
   medianRatio,
   medianRatioInterval,
-  runLoops,
   superuserSecretFolder,
 } from './support/alternating-rounds.js';
 import { builtHotloadPg } from './support/built-hotload-pg.js';
+import { runLoops } from './support/query-loops.js';
 
 const { Pool: HotloadPool } = builtHotloadPg;
 

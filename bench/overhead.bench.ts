@@ -1,7 +1,9 @@
 /**
  * Steady-state cost of hotload-pg: the same query workload on a plain pg.Pool and on a
  * hotload-pg Pool following a secret directory, against the same server, alternated in
- * short rounds; medians reported (ratio: median of per-round ratios, with their spread:
+ * short rounds, each pool in a process of its own (see support/qps-comparison.ts;
+ * `QPS_MODE=one-process` runs both in this process, as the figures before it were taken);
+ * medians reported (ratio: median of per-round ratios, with their spread:
  * min, quartiles, max, and its 95 % confidence interval `ratio_ci95`). At least
  * MIN_ROUNDS rounds; while the interval is wider than ±TARGET_HALF_WIDTH (other load on
  * the machine, the server sharing the client's cores) rounds go on, up to MAX_ROUNDS, so
@@ -13,43 +15,59 @@
  * of the server's noise that makes the query ratios swing by several percent per round
  * on a shared machine.
  *
- * The server and this process run on separate CPUs where the machine allows it
- * (`pinning` on the first line; see support/cpu-pinning.ts).
+ * The server and this process (with the pools' processes, which inherit it) run on separate
+ * CPUs where the machine allows it (`pinning` on the query lines; see
+ * support/cpu-pinning.ts). The checkout line runs in this process.
  *
  * Fair by construction: both pools get the same options (`max`, and pg's defaults for the
  * rest; the hotload pool's connection fields come from a secret with the same login), both
- * open all their connections before the warm-up round, and `connections` on each line
- * shows they still had the same number at the end.
+ * open all their connections before the warm-up round, and `connections` on each query
+ * line shows they still had the same number at the end.
+ *
+ * Run it as `cd bench && TSX_TSCONFIG_PATH=../tsconfig.base.json node --import tsx
+ * overhead.bench.ts` (after a build): the checkout line runs in this process, which tsx
+ * otherwise gives hotload-core's TypeScript sources (tsconfig `paths`), a keepNames
+ * wrapper around every closure: 2,874 vs 1,729 ns (0.721) that way, 1,666 vs 1,606 ns
+ * (0.977) built, minutes apart. The pools' processes always load the built packages.
+ *
+ * Figures (separate processes, pinned; that command, once, load average 6.7 → 13.5 → 9.9):
+ * `overhead` 0.987 (ci95 0.959–1.024, 120 rounds), client CPU 14.9 vs 14.6 µs a query;
+ * `overhead-waiters` 0.981 (ci95 0.946–0.996, 120 rounds), 15.0 vs 14.7 µs a query;
+ * `overhead-checkout` 0.977. Without TSX_TSCONFIG_PATH just before (load 11.6 → 9.3):
+ * `overhead` 0.994 (ci95 0.966–1.039), 17.6 vs 17.4 µs; `overhead-waiters` 1.022 (ci95
+ * 0.987–1.064), 17.3 vs 17.0 µs. The one-process figures before them (hotload-pg's
+ * README): `overhead` 0.971 (ci95 0.922–0.995), `overhead-waiters` 1.029 (ci95 0.988–1.058).
  */
-import { startCluster } from 'hotload-test-support';
-import pg from 'pg';
-import {
-  alternatingRounds,
-  median,
-  medianRatio,
-  medianRatioInterval,
-  ratioSpread,
-  runLoops,
-  superuserSecretFolder,
-} from './support/alternating-rounds.js';
-import { builtHotloadPg } from './support/built-hotload-pg.js';
-import { pinServerAndClient } from './support/cpu-pinning.js';
-
-const { Pool: HotloadPool } = builtHotloadPg;
+import type pg from 'pg';
+import { alternatingRounds, median, medianRatio } from './support/alternating-rounds.js';
+import { runQpsBench } from './support/qps-bench.js';
+import type { QpsTarget, QpsWorkload, Side } from './support/qps-workload.js';
 
 const CONCURRENCY = 16;
 const WAITERS_CONCURRENCY = 32;
 const WAITERS_MAX = 10;
-/** Rounds always measured. */
-const MIN_ROUNDS = 20;
-/** Rounds at most: on a noisy machine, rounds go on until the ratio is this precise. */
-const MAX_ROUNDS = 120;
-/** Half-width of the ratio's 95 % confidence interval that ends the rounds early. */
-const TARGET_HALF_WIDTH = 0.01;
-const ROUND_MILLIS = 500;
 
 /** What both pools are measured through (a hotload-pg Pool is a pg.Pool). */
 type Queryable = pg.Pool;
+
+/** A pool of `side` with `max` connections (pg's defaults for the rest). */
+async function openPool(
+  side: Side,
+  { connection, secretDirectory }: QpsTarget,
+  max: number,
+): Promise<Queryable> {
+  const pool =
+    side === 'plain'
+      ? new (await import('pg')).default.Pool({ ...connection, max })
+      : await (await import('./support/built-hotload-pg.js')).builtHotloadPg.Pool.create({
+          max,
+          hotload: { source: { secretDirectory } },
+        });
+  // As an application would: the server's goodbye to an idle client while the cluster
+  // stops must not crash the run after its figures are printed.
+  pool.on('error', () => undefined);
+  return pool;
+}
 
 /**
  * Opens all `size` connections of `pool` (holds `size` clients at once, then releases
@@ -60,83 +78,21 @@ async function fill(pool: Queryable, size: number): Promise<void> {
   for (const client of clients) client.release();
 }
 
-interface Measurement {
-  /** Queries per second. */
-  qps: number;
-  /** This process's CPU time (user + system) per query, in microseconds. */
-  cpuMicros: number;
-}
-
-/**
- * `pool` over ROUND_MILLIS with `concurrency` loops. CPU per query is reported besides
- * queries per second because, with the server on the same two cores and other work on the
- * machine, throughput swings by several percent between rounds, while the client's CPU per
- * query is what the pool itself adds.
- */
-async function measure(pool: Queryable, concurrency: number): Promise<Measurement> {
-  const cpuBefore = process.cpuUsage();
-  const { count, seconds } = await runLoops(concurrency, ROUND_MILLIS, () => pool.query('SELECT 1'));
-  const cpu = process.cpuUsage(cpuBefore);
-  return { qps: count / seconds, cpuMicros: (cpu.user + cpu.system) / count };
-}
-
-interface Comparison {
-  hotload_qps: number;
-  pg_qps: number;
-  ratio: number;
-  /** The per-round ratios' spread (min, quartiles, max). */
-  ratio_spread: ReturnType<typeof ratioSpread>;
-  /** 95 % confidence interval of `ratio` (see medianRatioInterval). */
-  ratio_ci95: ReturnType<typeof medianRatioInterval>;
-  /** Rounds measured (MIN_ROUNDS, more while the interval was wider than the target). */
-  rounds: number;
-  /** Open connections of each pool after the last round (equal: neither was short of any). */
-  connections: { pg: number; hotload: number };
-  hotload_cpu_us_per_query: number;
-  pg_cpu_us_per_query: number;
-}
-
-/**
- * Both pools filled to `max` connections, a warm-up, then ROUNDS alternating rounds of
- * `plain` and `hotload`; ends both pools.
- */
-async function compare(
-  plain: Queryable,
-  hotload: Queryable,
-  concurrency: number,
-  max: number,
-): Promise<Comparison> {
-  for (const pool of [plain, hotload]) {
-    // As an application would: the server's goodbye to an idle client while the cluster
-    // stops must not crash the run after its figures are printed.
-    pool.on('error', () => undefined);
-    await fill(pool, max);
-  }
-  const qps = (runs: Measurement[]) => runs.map((run) => run.qps);
-  const { baseline: pgRuns, candidate: hotloadRuns } = await alternatingRounds({
-    rounds: MIN_ROUNDS,
-    maxRounds: MAX_ROUNDS,
-    baseline: () => measure(plain, concurrency),
-    candidate: () => measure(hotload, concurrency),
-    enough: ({ baseline, candidate }) => {
-      const { low, high } = medianRatioInterval(qps(baseline), qps(candidate));
-      return (high - low) / 2 <= TARGET_HALF_WIDTH;
-    },
-  });
-  const connections = { pg: plain.totalCount, hotload: hotload.totalCount };
-  await plain.end();
-  await hotload.end();
-  const cpu = (runs: Measurement[]) => Number(median(runs.map((run) => run.cpuMicros)).toFixed(2));
+/** `pool.query('SELECT 1')`, `concurrency` at a time, on pools of `max` connections. */
+function queryWorkload(bench: string, concurrency: number, max: number): QpsWorkload {
   return {
-    hotload_qps: Math.round(median(qps(hotloadRuns))),
-    pg_qps: Math.round(median(qps(pgRuns))),
-    ratio: Number(medianRatio(qps(pgRuns), qps(hotloadRuns)).toFixed(3)),
-    ratio_spread: ratioSpread(qps(pgRuns), qps(hotloadRuns)),
-    ratio_ci95: medianRatioInterval(qps(pgRuns), qps(hotloadRuns)),
-    rounds: pgRuns.length,
-    connections,
-    hotload_cpu_us_per_query: cpu(hotloadRuns),
-    pg_cpu_us_per_query: cpu(pgRuns),
+    bench,
+    concurrency,
+    fields: { max },
+    async open(side, target) {
+      const pool = await openPool(side, target, max);
+      await fill(pool, max);
+      return {
+        query: () => pool.query('SELECT 1'),
+        connections: () => pool.totalCount,
+        end: () => pool.end(),
+      };
+    },
   };
 }
 
@@ -154,8 +110,11 @@ async function checkoutNanos(pool: Queryable): Promise<number> {
  * The pool layer alone: checkout and release of an idle client touch no socket, so this
  * measures only what each pool does per checkout (hotload-pg's routing and release
  * wrapper on top of the pg-pool inside it), without the server's and the machine's noise.
+ * Both pools in this process, alternated as the query lines' one-process mode.
  */
-async function compareCheckouts(plain: Queryable, hotload: Queryable) {
+async function printCheckouts(target: QpsTarget): Promise<void> {
+  const plain = await openPool('plain', target, 1);
+  const hotload = await openPool('hotload', target, 1);
   await fill(plain, 1);
   await fill(hotload, 1);
   const { baseline, candidate } = await alternatingRounds({
@@ -165,66 +124,31 @@ async function compareCheckouts(plain: Queryable, hotload: Queryable) {
   });
   await plain.end();
   await hotload.end();
-  return {
-    hotload_ns: Math.round(median(candidate)),
-    pg_ns: Math.round(median(baseline)),
-    // Speed ratio as on the other lines: pg's time over hotload's (1 = no cost).
-    ratio: Number(medianRatio(candidate, baseline).toFixed(3)),
-  };
+  console.log(
+    JSON.stringify({
+      bench: 'overhead-checkout',
+      hotload_ns: Math.round(median(candidate)),
+      pg_ns: Math.round(median(baseline)),
+      // Speed ratio as on the other lines: pg's time over hotload's (1 = no cost).
+      ratio: Number(medianRatio(candidate, baseline).toFixed(3)),
+      rounds: CHECKOUT_ROUNDS,
+    }),
+  );
 }
 
-const cluster = await startCluster();
-// Before any pool connects: backends forked from now on inherit the server's CPUs.
-const pinning = pinServerAndClient(cluster.pid);
-const { secretDirectory, remove: removeSecret } = await superuserSecretFolder(
-  cluster,
-  'hotload-bench-overhead-',
-);
-try {
-  const superuser = cluster.connectionConfig();
-  const hotloadOptions = { source: { secretDirectory } };
-  const overhead = await compare(
-    new pg.Pool({ ...superuser, max: CONCURRENCY }),
-    await HotloadPool.create({ max: CONCURRENCY, hotload: hotloadOptions }),
-    CONCURRENCY,
-    CONCURRENCY,
-  );
-  // This line keeps its original fields; the CPU figures are on the waiters line only.
-  const { hotload_qps, pg_qps, ratio, ratio_spread, ratio_ci95, rounds, connections } = overhead;
-  console.log(
-    JSON.stringify({
-      bench: 'overhead',
-      hotload_qps,
-      pg_qps,
-      ratio,
-      ratio_spread,
-      ratio_ci95,
-      connections,
-      rounds,
-      concurrency: CONCURRENCY,
-      pinning,
-    }),
-  );
-  const waiters = await compare(
-    new pg.Pool({ ...superuser, max: WAITERS_MAX }),
-    await HotloadPool.create({ max: WAITERS_MAX, hotload: hotloadOptions }),
-    WAITERS_CONCURRENCY,
-    WAITERS_MAX,
-  );
-  console.log(
-    JSON.stringify({
-      bench: 'overhead-waiters',
-      concurrency: WAITERS_CONCURRENCY,
-      max: WAITERS_MAX,
-      ...waiters,
-    }),
-  );
-  const checkouts = await compareCheckouts(
-    new pg.Pool({ ...superuser, max: 1 }),
-    await HotloadPool.create({ max: 1, hotload: hotloadOptions }),
-  );
-  console.log(JSON.stringify({ bench: 'overhead-checkout', ...checkouts, rounds: CHECKOUT_ROUNDS }));
-} finally {
-  await cluster.stop();
-  await removeSecret();
-}
+await runQpsBench({
+  secretPrefix: 'hotload-bench-overhead-',
+  pin: true,
+  // At least 20 rounds; while the ratio's ci95 is wider than ±0.01 (other load on the
+  // machine, the server sharing the client's cores) rounds go on, up to 120, so a noisy
+  // machine gives a longer run rather than a noisy figure.
+  plan: { rounds: 20, maxRounds: 120, targetHalfWidth: 0.01, roundMillis: 500 },
+  workloads: [
+    // No checkout waits.
+    queryWorkload('overhead', CONCURRENCY, CONCURRENCY),
+    // Most checkouts wait for a client to be released: where hotload's own wait queue
+    // meets pg-pool's.
+    queryWorkload('overhead-waiters', WAITERS_CONCURRENCY, WAITERS_MAX),
+  ],
+  after: printCheckouts,
+});

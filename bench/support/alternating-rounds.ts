@@ -53,38 +53,17 @@ export async function superuserSecretFolder(
 }
 
 /**
- * `concurrency` loops that each run `step(n)`, n = 0, 1, 2, ..., back to back for `millis`:
- * how many steps completed and how many seconds that took.
- */
-export async function runLoops(
-  concurrency: number,
-  millis: number,
-  step: (n: number) => Promise<unknown>,
-): Promise<{ count: number; seconds: number }> {
-  let count = 0;
-  const started = performance.now();
-  const deadline = started + millis;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      for (let n = 0; performance.now() < deadline; n++) {
-        await step(n);
-        count++;
-      }
-    }),
-  );
-  return { count, seconds: (performance.now() - started) / 1000 };
-}
-
-/**
  * Measures `baseline` and `candidate` once each as a warm-up (connections and JIT), then
  * `rounds` times each, alternating which goes first so drift (CPU frequency, autovacuum)
  * hits both alike; `afterRound` runs after each round's pair. With `maxRounds`, rounds
  * go on past `rounds` until `enough` says the figures are precise enough (or `maxRounds`
  * is reached): a quiet machine stops early, a noisy one measures longer instead of
- * reporting noise.
+ * reporting noise. `collectGarbage: false` skips the full collection before each
+ * measurement (for sides measured in other processes, this process's heap is no side's).
  */
 export async function alternatingRounds<T>(options: {
   rounds: number;
+  collectGarbage?: boolean;
   baseline: () => Promise<T>;
   candidate: () => Promise<T>;
   afterRound?: () => Promise<void>;
@@ -92,8 +71,9 @@ export async function alternatingRounds<T>(options: {
   enough?: (results: { baseline: T[]; candidate: T[] }) => boolean;
 }): Promise<{ baseline: T[]; candidate: T[] }> {
   const { rounds, afterRound, maxRounds = rounds, enough = () => true } = options;
-  const baseline = () => settled(options.baseline);
-  const candidate = () => settled(options.candidate);
+  const settle = options.collectGarbage === false ? <R>(measure: () => Promise<R>) => measure() : settled;
+  const baseline = () => settle(options.baseline);
+  const candidate = () => settle(options.candidate);
   await baseline();
   await candidate();
   const results = { baseline: [] as T[], candidate: [] as T[] };

@@ -6,6 +6,8 @@ import {
   observeQuery,
   type PostgresJsQuery,
   type QueryObserver,
+  type QueryRunners,
+  restoreHandler,
   type SendQuery,
   sendQueryTo,
 } from './postgres-js-internals.js';
@@ -62,6 +64,36 @@ export function followQuery(
 ): void {
   const followed = new FollowedQuery(generation, next, report, onOwnConnection);
   followed.query = observeQuery(value, followed);
+}
+
+/**
+ * The dispatchers that queries handed out by hotload's `sql` run through (see
+ * `runThrough`): each follows its query as {@link followQuery} does, once it runs, and
+ * hands it to its instance. One dispatcher per instance, made when its first query comes;
+ * the last one is kept, so the serving generation's queries find theirs with one comparison.
+ */
+export class FollowingRunners implements QueryRunners<PostgresGeneration> {
+  #instanceHandler: SendQuery | undefined;
+  #runner: SendQuery | undefined;
+
+  constructor(
+    readonly next: NextGeneration,
+    readonly report: ReportFailure,
+  ) {}
+
+  runnerFor(generation: PostgresGeneration, instanceHandler: SendQuery): SendQuery {
+    if (instanceHandler === this.#instanceHandler) return this.#runner!;
+    const { next, report } = this;
+    const runner: SendQuery = (query) => {
+      restoreHandler(query, instanceHandler);
+      const followed = new FollowedQuery(generation, next, report, false);
+      followed.query = observeQuery(query, followed);
+      followed.dispatch(query, instanceHandler);
+    };
+    this.#instanceHandler = instanceHandler;
+    this.#runner = runner;
+    return runner;
+  }
 }
 
 /** One followed query's state; its methods are what postgres.js's hooks call. */

@@ -1,8 +1,15 @@
 import { GenerationManager, type LifecycleOptions, resolveLifecycleOptions } from 'hotload-core';
 import type postgres from 'postgres';
 import { followStateOf } from './follow-state.js';
-import { followQuery, type NextGeneration, type ReportFailure, retryRefusedLogin } from './followed-query.js';
+import {
+  FollowingRunners,
+  followQuery,
+  type NextGeneration,
+  type ReportFailure,
+  retryRefusedLogin,
+} from './followed-query.js';
 import { type PostgresGeneration, PostgresJsDriver } from './postgres-js-driver.js';
+import { runThrough } from './postgres-js-internals.js';
 import type { PostgresOptions } from './postgres-options.js';
 import { reportFailures } from './report-failures.js';
 import { scopedSql, withScopedCallbacks } from './scoped-sql.js';
@@ -65,6 +72,7 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
   const next: NextGeneration = (generation, error) => manager.awaitCredentialChange(generation, error);
   const report: ReportFailure = (generation, error) => manager.reportError(generation, error);
   // A query reports its own failure (see followQuery): one wrapper less on every query.
+  const runners = new FollowingRunners(next, report);
   const query = <T>(generation: PostgresGeneration, value: T): T => {
     followQuery(value, generation, next, report);
     return value;
@@ -107,7 +115,7 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
     hotloadSql(...args: unknown[]): unknown {
       const generation = current();
       const sql: (...a: unknown[]) => unknown = generation.sql;
-      return query(generation, sql(...args));
+      return runThrough(sql(...args), generation, runners);
     },
   };
   // Its own `length` and `name` would hide the instance's: every property is the serving instance's.

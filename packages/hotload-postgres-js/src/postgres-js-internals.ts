@@ -93,6 +93,40 @@ export function observeQuery(value: unknown, observer: QueryObserver): PostgresJ
   return query as unknown as PostgresJsQuery;
 }
 
+/** Gives the dispatcher the queries of one instance (`instanceHandler`) of `generation` run through. */
+export interface QueryRunners<Generation> {
+  runnerFor(generation: Generation, instanceHandler: SendQuery): SendQuery;
+}
+
+/**
+ * Has `value`, if it is a postgres.js query of `generation`'s instance, run through the
+ * dispatcher `runners` gives (instead of the instance's) when it first runs (awaited,
+ * `.execute()`d, ...); returns `value`.
+ *
+ * Why not {@link observeQuery} at once: hotload's `sql` is inlined into the application's
+ * call site, and V8 inlines at most about 900 bytes of bytecode into one function. With
+ * the follower made there too, postgres.js's `sql` and its `Query` constructor no longer
+ * fitted, and called out of line they had every scavenge keep queries' short-lived
+ * objects (about 2.5 MB promoted a scavenge, a mark-compact every ten scavenges, client
+ * CPU +38 % a query in bench/overhead-postgres-js with each side in a process of its
+ * own). One member replaced is all the call site inlines; the follower is made when the
+ * query runs.
+ */
+export function runThrough<Generation>(
+  value: unknown,
+  generation: Generation,
+  runners: QueryRunners<Generation>,
+): unknown {
+  if (hasQueryInternals(value))
+    value.handler = runners.runnerFor(generation, value.handler as unknown as SendQuery) as never;
+  return value;
+}
+
+/** Puts back the instance's dispatcher of a query {@link runThrough} had run through another. */
+export function restoreHandler(query: PostgresJsQuery, instanceHandler: SendQuery): void {
+  (query as unknown as QueryInternals).handler = instanceHandler as unknown as QueryInternals['handler'];
+}
+
 /** An instance's dispatcher: what runs a query there (queue it, or send it on a connection). */
 export type SendQuery = (query: PostgresJsQuery) => void;
 
