@@ -4,7 +4,7 @@ import * as fsp from 'node:fs/promises';
 /**
  * How a file source reads its files: `sync` makes each call at once on the event loop,
  * `async` through libuv's thread pool, `auto` (the default) picks `sync` for a folder on
- * a memory or local disk file system and `async` anywhere else (see {@link fileReadsFor}).
+ * a memory or local disk file system and `async` anywhere else (the package README says which).
  */
 export type FileReadMode = 'auto' | 'sync' | 'async';
 
