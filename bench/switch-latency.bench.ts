@@ -17,7 +17,8 @@
  * `postgres()` connection, which also fetches the server's array types (one more round
  * trip, as plain postgres.js pays on every new connection) before its `SELECT 1`.
  * `SWITCH_LATENCY_DRIVERS` (contract-suite names, comma-separated, e.g. `postgres.js`)
- * runs only those drivers.
+ * runs only those drivers; `SWITCH_LATENCY_WORKERS` (default 8) sets the load's workers
+ * (and `max`).
  *
  * Where the rest goes (measured with the watcher's `change` and the drivers' `switch`
  * events, medians on this machine): from the swap to the change event about 2 ms (the
@@ -37,6 +38,24 @@
  * generation's connections one at a time did not shorten it (5.3–7.5 ms in an
  * experiment, not kept). So the rest of the switch is the turnover every switch of a
  * busy pool has to pay; the floor, as the issue defines it, does not contain it.
+ *
+ * Detection in one event-loop turn: hotload-core now reads a folder on a local or memory
+ * file system with synchronous calls (its README, "How the files are read"), which took
+ * the swap → `change` time under this load from about 5 ms to under 1 ms. Alternated with
+ * the thread-pool reads in one session (`SWITCH_LATENCY_SWITCHES=30
+ * SWITCH_LATENCY_CASES=password`, load average 7.4–8.7), `load_vs_floor`:
+ *
+ *   | driver          | thread-pool reads | one-turn reads |
+ *   | --------------- | ----------------- | -------------- |
+ *   | hotload-pg Pool | 1.45, 1.52        | 1.39, 1.00     |
+ *   | knex            | 1.33, 1.60        | 1.15, 1.03     |
+ *   | generic-pool    | 1.44, 1.42        | 1.24, 1.00     |
+ *   | postgres.js     | 1.21, 1.13        | 0.88, 0.95     |
+ *
+ * The turnover above remains; with one worker (`SWITCH_LATENCY_WORKERS=1`, no turnover
+ * beyond one connection) hotload-pg gave 1.42 and 1.46 with thread-pool reads and 1.46
+ * and 1.33 with one-turn reads: there the floor itself is small (8–13 ms) and detection,
+ * verify and the first query on the verified connection are all of the switch.
  *
  * The floor is measured two ways, both printed. `load_floor_p50_ms` (what `load_vs_floor`
  * divides by): one new connection started at the swap itself, so it runs at the same
