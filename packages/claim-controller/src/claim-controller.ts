@@ -248,17 +248,19 @@ export class ClaimController extends EventEmitter {
     const state = recorded?.kind === 'written' ? recorded.status : own;
     const published = (state?.activeUser ?? null) !== null;
     const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
-    // The record is a ConfigMap of its own (claim-records.ts): written beside the status,
-    // not after it, so a claim costs one round trip less. A failed record write fails the
-    // reconcile (retried with backoff) once both are done; it does not hold the status back.
+    const { outcome, error } = result;
+    const event = eventFor(outcome.result, outcome.actions, error?.message);
+    // The record is a ConfigMap of its own (claim-records.ts) and the Event is best effort
+    // (it never fails a reconcile, and tells what the reconcile did in the database, which
+    // stands whether or not the status write lands): all three are written at once, not one
+    // after the other: the Event adds no round trip to a claim. A failed status or record
+    // write fails the reconcile (retried with backoff) once all are done.
     const written = await Promise.allSettled([
       this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published }, latest),
       record && this.#records?.put(key, record),
+      event && this.#event(ref, event),
     ]);
     for (const write of written) if (write.status === 'rejected') throw write.reason;
-    const { outcome, error } = result;
-    const event = eventFor(outcome.result, outcome.actions, error?.message);
-    if (event) await this.#event(ref, event);
     this.#report({ key, outcome: outcome.result, error: error?.message });
     if (error?.kind === 'retryable') return { kind: 'failed' };
     return { kind: 'done', requeueAfterMillis: error ? undefined : result.requeueAfterMillis };
