@@ -193,6 +193,9 @@ class TimedReconciler implements ClaimReconcilePort {
   get publisherId(): string | undefined {
     return this.inner.publisherId;
   }
+  get awaitsBeforeFirstChange(): boolean | undefined {
+    return this.inner.awaitsBeforeFirstChange;
+  }
   reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile> {
     return this.reconcileTime.time(() => this.inner.reconcile(claim, this.#timed(ports)));
   }
@@ -201,11 +204,9 @@ class TimedReconciler implements ClaimReconcilePort {
   }
   #timed(ports: ClaimPorts): ClaimPorts {
     return {
+      ...ports,
       secretFor: (namespace, secretName) =>
         new TimedSink(ports.secretFor(namespace, secretName), this.secretTime),
-      statuses: ports.statuses,
-      publisherId: (step) => ports.publisherId(step),
-      ...(ports.otherClaims ? { otherClaims: ports.otherClaims } : {}),
     };
   }
 }
