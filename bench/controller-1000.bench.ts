@@ -4,8 +4,8 @@
  * controller authenticates as its ServiceAccount, never admin) and a real PostgreSQL: time
  * from the first claim created to every claim Ready (database, users, verified login,
  * Secret, status), the controller's API requests per claim by verb (from the apiserver's
- * audit log, that user only), the bench process's RSS, and, for comparison in the same
- * run, one folder-mode pass over the same number of claims on a fresh cluster.
+ * audit log, that user only), the bench process's RSS, and, measured beside it, a
+ * folder-mode pass over the same number of claims and the floor.
  *
  * The claims are created by the admin client, CREATE_CONCURRENCY at a time, in NAMESPACES
  * namespaces made before the clock starts. kube-controller-manager is not started: nothing
@@ -14,44 +14,44 @@
  * Secret calls, server-side latency of the controller's requests, and the CPU seconds of
  * the bench process and of each server process. CLAIMS=<n> runs another size.
  *
- * The floor (issue 29.4): the writing statements the folder pass issued, captured from the
- * server's log (`log_min_duration_statement = 0` on the folder and controller clusters: a
- * log line per statement), replayed by WORKERS connections on a fresh cluster with nothing
- * else; printed with both modes' ratio to it (goal ≤ 1.5), statements and server ms per
- * claim by kind for the folder pass, the controller and the floor, and the folder pass's
- * wall ms per step.
+ * The floor (issue 29.4): the writing statements the run's first phase issued (CREATE ROLE,
+ * COMMENT, CREATE DATABASE, ALTER ROLE in their transactions), captured from the server's
+ * log (`log_min_duration_statement = 0` on every cluster: a log line per statement),
+ * replayed by WORKERS connections on a fresh cluster with nothing else (no reads, no login
+ * check, no Secret, no status). Goal: each mode ≤ 1.5 × the floor.
  *
- * FLOOR_ONLY=1 runs, without the control plane, ROUNDS (default 2) rounds of a folder pass
- * then the floor, each phase on a fresh cluster with the same settings after `sync`, and
- * divides the passes' mean by the floors' mean: on 2 shared cores a floor measured minutes
- * from its pass is not comparable. Each phase prints its load average, PSI CPU/IO stall
- * seconds, CPU seconds, CREATE DATABASE concurrency and wait events, checkpoints and WAL;
- * `settings_differ` names any server setting the folder and floor clusters do not share.
- * `CLAIMS=1000 FLOOR_ONLY=1 node --import tsx bench/controller-1000.bench.ts`, load average
- * 5-14, after lock sessions were kept (d9e055a): floors 59.8 and 75.6 s, passes 133.1 and
- * 77.1 s, 1.55x (rounds 2.23 and 1.02; CPU 1.49x); before (c3a4c26): floors 59.4 and 96.6 s,
- * passes 122.6 and 116.1 s, 1.53x (rounds 2.06 and 1.20); again with ROUNDS=3 (29eaedf):
- * floors 76.9, 66.2, 125.1 s, passes 35.1, 150.5, 89.0 s, 1.02x (rounds 0.46, 2.27, 0.71).
- * Every phase was CPU-bound (PSI cpu stall 83-99 % of its wall time): the round-to-round
- * spread is the machine's.
- * Controller, last stop (one run, load average about 30, floor measured minutes apart):
- * 185.4 s against a floor of 54.0 s (3.43x); `CLAIMS=200`: 30.3 s against 34.3 s (0.88x).
+ * Rounds: on 2 cores shared with four other engineers, the floor alone moved 51-133 s
+ * between phases minutes apart in one run (and its CPU seconds 55-177 for the same
+ * statements): only a floor measured beside a phase compares with it. So a run is ROUNDS
+ * (default 2) rounds of [controller, folder pass, floor] (FOLDER=0: no folder pass;
+ * FLOOR_ONLY=1: folder pass and floor, no control plane), the order reversed every other
+ * round, each phase on a fresh cluster (and control plane) started with the same settings
+ * after `sync`. The `floor` line gives, per mode, per-round wall ratios, the ratio of the
+ * means, and CPU-second ratios (bench process + PostgreSQL + kube-apiserver + etcd: every
+ * phase is CPU-bound, PSI CPU stall 83-99 % of its wall time); each phase's load average at
+ * its start, PSI CPU/IO stall seconds, CPU seconds by process, CREATE DATABASE concurrency
+ * and wait events, checkpoints and WAL; `settings_differ` names any server setting a mode's
+ * cluster does not share with the floor's (none). The controller's other lines (requests,
+ * no-op resync, worker-seconds) are its first round's.
  *
- * The controller keeps its records, as the CLI does (RECORDS=0: without): since issue 29.4's
- * last step, one small ConfigMap per claim written beside its status, and a new claim's
- * Secret created without its 404 GET. One run of
- * `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` (load average at the phases'
- * starts: controller 22.1, folder 6.2, floor 6.4): controller 111.5 s, 0.86x the floor's
- * 129.6 s; folder 85.6 s, 0.66x. That floor was slow (CREATE DATABASE 1,008 ms of server time
- * a claim; the folder pass's 515, the controller's 628): against the previous run's 56.2 s
- * floor the controller would be 1.98x. 1 reconcile a claim to Ready; API requests a claim:
- * create 3 (Secret, Event, record ConfigMap), update 2 (finalizer, status), no get; API
- * server-side seconds 31.0 (52.3 before); kube-apiserver + etcd 18.8 CPU seconds (33.4), bench
- * process 14.2 (25.2; the claims are now created on kept-alive connections too).
- * Before (one shared records ConfigMap rewritten whole for every claim, and the 404 GET), one
- * run (load average 10 -> 6): controller 108.1 s, 1.92x the floor's 56.2 s (folder 128.6 s,
- * 2.29x); API requests a claim: update 3 (finalizer, status, records), create 2, get 1. With
- * RECORDS=0 (load about 34 at its worst): controller 161.6 s, 2.46x the floor's 65.8 s.
+ * `CLAIMS=1000 ROUNDS=2 node --import tsx bench/controller-1000.bench.ts` (945970d, 10:50-11:16
+ * UTC, beside a valgrind and a qps bench of other engineers), phases in the order run, load
+ * average at each start: controller 89.3 s (8.5), folder 116.2 s (7.8), floor 51.1 s (7.5) |
+ * floor 132.8 s (9.3), folder 65.2 s (7.1), controller 112.7 s (6.6).
+ * Controller: 1.10x the floor by the means (rounds 1.75, 0.85); CPU 1.19x (98.1 vs 54.9 and
+ * 177.1 vs 176.9 s: rounds 1.79, 1.00). Folder pass: 0.99x (rounds 2.28, 0.49); CPU 0.89x.
+ * Where the controller's time beyond the floor went, round 1 (floor fast): CPU +43 s, of
+ * which PostgreSQL +11.7 (65.7 vs 54.0: the login checks' sessions, 4 SELECTs and the lock a
+ * claim), kube-apiserver 14.6 + etcd 3.2, bench process 14.6 (vs 0.9: the controller, the
+ * reconciler's pg and SCRAM work, and the bench creating and watching the claims). Wall:
+ * 714 worker-seconds (8 x 89.3), CREATE DATABASE 404 s of them (server time; 380 ms a claim
+ * in the floor), the reconcile core 673 (Secret API 25), outside it 41 (finalizer, status,
+ * record, Event: 4.6 %; 6.8 % in the last run before these cuts); CREATE DATABASE ran 5.6 at a time against
+ * the floor's 7.5: a worker spends about a third of its time off the database (round trips,
+ * the login check, CPU queueing on a load of 8). 5 API requests a claim (create 3, update 2),
+ * 1 reconcile to Ready, no request in the no-op resync.
+ * FLOOR_ONLY figures of the folder mode (before the login check lost its SELECT 1): passes
+ * 1.55x, 1.53x and 1.02x the floors by the means, rounds from 0.46 to 2.27.
  *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
