@@ -50,6 +50,12 @@
  * the floor's 7.5: a worker spends about a third of its time off the database (round trips,
  * the login check, CPU queueing on a load of 8). 5 API requests a claim (create 3, update 2),
  * 1 reconcile to Ready, no request in the no-op resync.
+ * Again, `CLAIMS=1000 ROUNDS=3 FOLDER=0` (same code, 11:17-11:37): controller 87.5 s (load
+ * 3.4), floor 66.6 (6.1) | floor 118.8 (6.5), controller 73.6 (5.7) | controller 103.4
+ * (5.6), floor 110.8 (6.3): 0.89x by the means (rounds 1.31, 0.62, 0.93), CPU 0.84x (1.16,
+ * 0.61, 0.92). The controller's PostgreSQL spent less CPU than the floor's on the same
+ * statements (77-126 against 94-196 s): the floor keeps 7.6-7.8 CREATE DATABASE running at
+ * once on 2 cores, the controller 5.3-6.2, and contention inflates CPU time too.
  * FLOOR_ONLY figures of the folder mode (before the login check lost its SELECT 1): passes
  * 1.55x, 1.53x and 1.02x the floors by the means, rounds from 0.46 to 2.27.
  *
