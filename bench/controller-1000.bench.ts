@@ -4,8 +4,8 @@
  * controller authenticates as its ServiceAccount, never admin) and a real PostgreSQL: time
  * from the first claim created to every claim Ready (database, users, verified login,
  * Secret, status), the controller's API requests per claim by verb (from the apiserver's
- * audit log, that user only), the bench process's RSS, and, for comparison in the same
- * run, one folder-mode pass over the same number of claims on a fresh cluster.
+ * audit log, that user only), the bench process's RSS, and, measured beside it, a
+ * folder-mode pass over the same number of claims and the floor.
  *
  * The claims are created by the admin client, CREATE_CONCURRENCY at a time, in NAMESPACES
  * namespaces made before the clock starts. kube-controller-manager is not started: nothing
@@ -14,44 +14,50 @@
  * Secret calls, server-side latency of the controller's requests, and the CPU seconds of
  * the bench process and of each server process. CLAIMS=<n> runs another size.
  *
- * The floor (issue 29.4): the writing statements the folder pass issued, captured from the
- * server's log (`log_min_duration_statement = 0` on the folder and controller clusters: a
- * log line per statement), replayed by WORKERS connections on a fresh cluster with nothing
- * else; printed with both modes' ratio to it (goal ≤ 1.5), statements and server ms per
- * claim by kind for the folder pass, the controller and the floor, and the folder pass's
- * wall ms per step.
+ * The floor (issue 29.4): the writing statements the run's first phase issued (CREATE ROLE,
+ * COMMENT, CREATE DATABASE, ALTER ROLE in their transactions), captured from the server's
+ * log (`log_min_duration_statement = 0` on every cluster: a log line per statement),
+ * replayed by WORKERS connections on a fresh cluster with nothing else (no reads, no login
+ * check, no Secret, no status). Goal: each mode ≤ 1.5 × the floor.
  *
- * FLOOR_ONLY=1 runs, without the control plane, ROUNDS (default 2) rounds of a folder pass
- * then the floor, each phase on a fresh cluster with the same settings after `sync`, and
- * divides the passes' mean by the floors' mean: on 2 shared cores a floor measured minutes
- * from its pass is not comparable. Each phase prints its load average, PSI CPU/IO stall
- * seconds, CPU seconds, CREATE DATABASE concurrency and wait events, checkpoints and WAL;
- * `settings_differ` names any server setting the folder and floor clusters do not share.
- * `CLAIMS=1000 FLOOR_ONLY=1 node --import tsx bench/controller-1000.bench.ts`, load average
- * 5-14, after lock sessions were kept (d9e055a): floors 59.8 and 75.6 s, passes 133.1 and
- * 77.1 s, 1.55x (rounds 2.23 and 1.02; CPU 1.49x); before (c3a4c26): floors 59.4 and 96.6 s,
- * passes 122.6 and 116.1 s, 1.53x (rounds 2.06 and 1.20); again with ROUNDS=3 (29eaedf):
- * floors 76.9, 66.2, 125.1 s, passes 35.1, 150.5, 89.0 s, 1.02x (rounds 0.46, 2.27, 0.71).
- * Every phase was CPU-bound (PSI cpu stall 83-99 % of its wall time): the round-to-round
- * spread is the machine's.
- * Controller, last stop (one run, load average about 30, floor measured minutes apart):
- * 185.4 s against a floor of 54.0 s (3.43x); `CLAIMS=200`: 30.3 s against 34.3 s (0.88x).
+ * Rounds: on 2 cores shared with four other engineers, the floor alone moved 51-133 s
+ * between phases minutes apart in one run (and its CPU seconds 55-177 for the same
+ * statements): only a floor measured beside a phase compares with it. So a run is ROUNDS
+ * (default 2) rounds of [controller, folder pass, floor] (FOLDER=0: no folder pass;
+ * FLOOR_ONLY=1: folder pass and floor, no control plane), the order reversed every other
+ * round, each phase on a fresh cluster (and control plane) started with the same settings
+ * after `sync`. The `floor` line gives, per mode, per-round wall ratios, the ratio of the
+ * means, and CPU-second ratios (bench process + PostgreSQL + kube-apiserver + etcd: every
+ * phase is CPU-bound, PSI CPU stall 83-99 % of its wall time); each phase's load average at
+ * its start, PSI CPU/IO stall seconds, CPU seconds by process, CREATE DATABASE concurrency
+ * and wait events, checkpoints and WAL; `settings_differ` names any server setting a mode's
+ * cluster does not share with the floor's (none). The controller's other lines (requests,
+ * no-op resync, worker-seconds) are its first round's.
  *
- * The controller keeps its records, as the CLI does (RECORDS=0: without): since issue 29.4's
- * last step, one small ConfigMap per claim written beside its status, and a new claim's
- * Secret created without its 404 GET. One run of
- * `CLAIMS=1000 node --import tsx bench/controller-1000.bench.ts` (load average at the phases'
- * starts: controller 22.1, folder 6.2, floor 6.4): controller 111.5 s, 0.86x the floor's
- * 129.6 s; folder 85.6 s, 0.66x. That floor was slow (CREATE DATABASE 1,008 ms of server time
- * a claim; the folder pass's 515, the controller's 628): against the previous run's 56.2 s
- * floor the controller would be 1.98x. 1 reconcile a claim to Ready; API requests a claim:
- * create 3 (Secret, Event, record ConfigMap), update 2 (finalizer, status), no get; API
- * server-side seconds 31.0 (52.3 before); kube-apiserver + etcd 18.8 CPU seconds (33.4), bench
- * process 14.2 (25.2; the claims are now created on kept-alive connections too).
- * Before (one shared records ConfigMap rewritten whole for every claim, and the 404 GET), one
- * run (load average 10 -> 6): controller 108.1 s, 1.92x the floor's 56.2 s (folder 128.6 s,
- * 2.29x); API requests a claim: update 3 (finalizer, status, records), create 2, get 1. With
- * RECORDS=0 (load about 34 at its worst): controller 161.6 s, 2.46x the floor's 65.8 s.
+ * `CLAIMS=1000 ROUNDS=2 node --import tsx bench/controller-1000.bench.ts` (945970d, 10:50-11:16
+ * UTC, beside a valgrind and a qps bench of other engineers), phases in the order run, load
+ * average at each start: controller 89.3 s (8.5), folder 116.2 s (7.8), floor 51.1 s (7.5) |
+ * floor 132.8 s (9.3), folder 65.2 s (7.1), controller 112.7 s (6.6).
+ * Controller: 1.10x the floor by the means (rounds 1.75, 0.85); CPU 1.19x (98.1 vs 54.9 and
+ * 177.1 vs 176.9 s: rounds 1.79, 1.00). Folder pass: 0.99x (rounds 2.28, 0.49); CPU 0.89x.
+ * Where the controller's time beyond the floor went, round 1 (floor fast): CPU +43 s, of
+ * which PostgreSQL +11.7 (65.7 vs 54.0: the login checks' sessions, 4 SELECTs and the lock a
+ * claim), kube-apiserver 14.6 + etcd 3.2, bench process 14.6 (vs 0.9: the controller, the
+ * reconciler's pg and SCRAM work, and the bench creating and watching the claims). Wall:
+ * 714 worker-seconds (8 x 89.3), CREATE DATABASE 404 s of them (server time; 380 ms a claim
+ * in the floor), the reconcile core 673 (Secret API 25), outside it 41 (finalizer, status,
+ * record, Event: 4.6 %; 6.8 % in the last run before these cuts); CREATE DATABASE ran 5.6 at a time against
+ * the floor's 7.5: a worker spends about a third of its time off the database (round trips,
+ * the login check, CPU queueing on a load of 8). 5 API requests a claim (create 3, update 2),
+ * 1 reconcile to Ready, no request in the no-op resync.
+ * Again, `CLAIMS=1000 ROUNDS=3 FOLDER=0` (same code, 11:17-11:37): controller 87.5 s (load
+ * 3.4), floor 66.6 (6.1) | floor 118.8 (6.5), controller 73.6 (5.7) | controller 103.4
+ * (5.6), floor 110.8 (6.3): 0.89x by the means (rounds 1.31, 0.62, 0.93), CPU 0.84x (1.16,
+ * 0.61, 0.92). The controller's PostgreSQL spent less CPU than the floor's on the same
+ * statements (77-126 against 94-196 s): the floor keeps 7.6-7.8 CREATE DATABASE running at
+ * once on 2 cores, the controller 5.3-6.2, and contention inflates CPU time too.
+ * FLOOR_ONLY figures of the folder mode (before the login check lost its SELECT 1): passes
+ * 1.55x, 1.53x and 1.02x the floors by the means, rounds from 0.46 to 2.27.
  *
  * Needs built packages and the control-plane binaries (`node scripts/control-plane.mjs`);
  * without them it prints a `not-run` line (fails with HOTLOAD_REQUIRE_CONTROL_PLANE=1).
@@ -193,6 +199,9 @@ class TimedReconciler implements ClaimReconcilePort {
   get publisherId(): string | undefined {
     return this.inner.publisherId;
   }
+  get awaitsBeforeFirstChange(): boolean | undefined {
+    return this.inner.awaitsBeforeFirstChange;
+  }
   reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile> {
     return this.reconcileTime.time(() => this.inner.reconcile(claim, this.#timed(ports)));
   }
@@ -201,11 +210,9 @@ class TimedReconciler implements ClaimReconcilePort {
   }
   #timed(ports: ClaimPorts): ClaimPorts {
     return {
+      ...ports,
       secretFor: (namespace, secretName) =>
         new TimedSink(ports.secretFor(namespace, secretName), this.secretTime),
-      statuses: ports.statuses,
-      publisherId: (step) => ports.publisherId(step),
-      ...(ports.otherClaims ? { otherClaims: ports.otherClaims } : {}),
     };
   }
 }
@@ -315,7 +322,9 @@ function isReady(object: KubeChange['object']): boolean {
   return conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 }
 
-async function controllerRun(work: string) {
+/** One controller phase: a fresh cluster and control plane, all claims to Ready, a no-op resync. */
+async function controllerRun(work: string): Promise<ControllerRun> {
+  settleDisk();
   const cluster = await startCluster({ settings: STATEMENT_LOG_SETTINGS });
   try {
     const bed = await startKubeTestBed({ controllerManager: false });
@@ -330,7 +339,12 @@ async function controllerRun(work: string) {
         const log = readFileSync(join(cluster.runDir, 'server.log'), 'utf8');
         const statements = loggedStatements(log.slice(0, measured.logLengthBeforeNoop));
         const noopStatements = loggedStatements(log.slice(measured.logLengthBeforeNoop));
-        return { ...measured, statements, noopStatements };
+        return {
+          ...measured,
+          cpu: { bench_process: round(measured.benchCpuSeconds), ...measured.servers },
+          statements,
+          noopStatements,
+        };
       } finally {
         objects.close();
       }
@@ -401,6 +415,8 @@ async function measure(
 
     const admin = kubeClients(plane.adminConfig());
     const rssAtStart = process.memoryUsage().rss;
+    const settings = await serverSettings(cluster);
+    const server = await watchServer(cluster);
     const phaseConditions = watchConditions();
     const cpuBefore = process.cpuUsage();
     const serversBefore = descendantCpuSeconds();
@@ -427,6 +443,7 @@ async function measure(
     const conditions = phaseConditions();
     const cpu = process.cpuUsage(cpuBefore);
     const servers = cpuDelta(serversBefore, descendantCpuSeconds());
+    const serverActivity = await server();
     const memory = process.memoryUsage();
     const reconcileMillis = timed.reconcileTime.millis;
     const secretMillis = timed.secretTime.millis;
@@ -460,6 +477,8 @@ async function measure(
     return {
       seconds,
       conditions,
+      server: serverActivity,
+      settings,
       createdSeconds,
       memory,
       rssAtStart,
@@ -739,78 +758,114 @@ function phaseFigures(name: string, phase: PhaseRun) {
 /** CPU seconds of a phase: the bench process's (the reconciler or the replayer) and the server's. */
 const cpuSeconds = (phase: PhaseRun) => Object.values(phase.cpu).reduce((sum, seconds) => sum + seconds, 0);
 
+/** The controller phase: its figures as a {@link PhaseRun} plus what only it has. */
+type ControllerRun = PhaseRun &
+  Awaited<ReturnType<typeof measure>> & { readonly noopStatements: LoggedStatement[] };
+
+/** What a bench run measures against the floor: the controller, the folder pass, or both. */
+type MeasuredKind = 'controller' | 'folder';
+
+/** Every phase of a run, by kind, in round order, and the order they ran in. */
+interface Rounds {
+  readonly controller: ControllerRun[];
+  readonly folder: FolderRun[];
+  readonly floor: FloorRun[];
+  /** `<kind> <round>` in the order the phases ran, with each phase's figures. */
+  readonly phases: Array<ReturnType<typeof phaseFigures>>;
+}
+
 /**
- * FLOOR_ONLY: ROUNDS rounds of a folder pass then the floor, each on a fresh cluster after
- * `sync` (the first pass's statements are the floor's). On a machine whose load changes from
- * minute to minute a floor is only comparable with the passes beside it: the ratio divides
- * the passes' mean by the floors' mean, and each round's ratio is printed too, with every
- * phase's load and stalls, so a ratio moved by the machine shows as such.
+ * ROUNDS rounds of the `measured` phases and the floor, each phase on a fresh cluster (and
+ * control plane) after `sync`, the order reversed every other round so that a machine
+ * getting busier or quieter during a run weighs on both sides alike. On 2 shared cores the
+ * floor alone moves by 2× from minute to minute: only a floor measured beside a phase is
+ * comparable with it. The floor replays the writing statements of the run's first phase
+ * (round 1 starts with a measured phase, so they are there before the first floor).
  */
-async function folderAgainstFloor(work: string): Promise<void> {
+async function roundsAgainstFloor(work: string, measured: readonly MeasuredKind[]): Promise<Rounds> {
   const rounds = Number(process.env.ROUNDS ?? 2);
-  const folders: FolderRun[] = [];
-  const floors: FloorRun[] = [];
+  const runs: Rounds = { controller: [], folder: [], floor: [], phases: [] };
   let writes: string[][] | undefined;
+  const kinds = [...measured, 'floor' as const];
   for (let n = 0; n < rounds; n++) {
-    const folder = await folderRun(work);
-    writes ??= writesByClaim(folder.statements);
-    folders.push(folder);
-    floors.push(await floorRun(writes));
+    for (const kind of n % 2 === 0 ? kinds : [...kinds].reverse()) {
+      let phase: PhaseRun;
+      if (kind === 'floor') {
+        phase = await floorRun(writes!);
+        runs.floor.push(phase);
+      } else {
+        const run = kind === 'controller' ? await controllerRun(work) : await folderRun(work);
+        (runs[kind] as PhaseRun[]).push(run);
+        writes ??= writesByClaim(run.statements);
+        phase = run;
+      }
+      runs.phases.push(phaseFigures(`${kind} ${n + 1}`, phase));
+      console.error(JSON.stringify(runs.phases.at(-1)));
+    }
   }
-  const sum = (values: readonly number[]) => values.reduce((total, value) => total + value, 0);
-  const mean = (runs: readonly PhaseRun[]) => sum(runs.map((run) => run.seconds)) / runs.length;
-  const [folder, floor] = [folders[0]!, floors[0]!];
+  return runs;
+}
+
+const sum = (values: readonly number[]) => values.reduce((total, value) => total + value, 0);
+const meanSeconds = (runs: readonly PhaseRun[]) => sum(runs.map((run) => run.seconds)) / runs.length;
+
+/**
+ * One measured kind against the floors of the same rounds: wall seconds and CPU seconds
+ * (bench process and every server process: PostgreSQL, and for the controller
+ * kube-apiserver and etcd) per round, per-round ratios, and the ratio of the means. Every
+ * phase is CPU-bound on these cores, so the CPU ratio moves less with the machine's load.
+ */
+function againstFloor(kind: MeasuredKind, runs: readonly PhaseRun[], floors: readonly FloorRun[]) {
+  return {
+    [`${kind}_seconds`]: runs.map((run) => round(run.seconds, 1)),
+    [`${kind}_ratio_to_floor`]: round(meanSeconds(runs) / meanSeconds(floors)),
+    [`${kind}_round_ratios`]: runs.map((run, i) => round(run.seconds / floors[i]!.seconds)),
+    [`${kind}_cpu_seconds`]: runs.map((run) => round(cpuSeconds(run), 1)),
+    [`${kind}_cpu_ratio_to_floor`]: round(sum(runs.map(cpuSeconds)) / sum(floors.map(cpuSeconds))),
+    [`${kind}_round_cpu_ratios`]: runs.map((run, i) => round(cpuSeconds(run) / cpuSeconds(floors[i]!))),
+  };
+}
+
+/** The `floor` line: every measured kind against the floor, and each phase's conditions. */
+function printFloor(runs: Rounds, measured: readonly MeasuredKind[]): void {
+  const floor = runs.floor[0]!;
+  const firstOf = (kind: MeasuredKind): PhaseRun | undefined => runs[kind][0];
   console.log(
     JSON.stringify({
       bench: 'controller-1000',
       result: 'floor',
       claims: CLAIMS,
       workers: WORKERS,
-      rounds,
-      floor_seconds: round(mean(floors), 3),
-      folder_pass_seconds: round(mean(folders), 3),
-      folder_ratio_to_floor: round(mean(folders) / mean(floors)),
-      round_ratios: folders.map((run, i) => round(run.seconds / floors[i]!.seconds)),
-      // CPU-bound on 2 shared cores: the CPU both used moves less with the machine's load than wall time.
-      folder_cpu_ratio_to_floor: round(sum(folders.map(cpuSeconds)) / sum(floors.map(cpuSeconds))),
+      rounds: runs.floor.length,
+      floor_seconds: runs.floor.map((run) => round(run.seconds, 1)),
+      floor_cpu_seconds: runs.floor.map((run) => round(cpuSeconds(run), 1)),
+      ...Object.assign({}, ...measured.map((kind) => againstFloor(kind, runs[kind], runs.floor))),
       goal: 1.5,
-      // Both kinds of cluster are started alike; this names any setting that is not.
-      settings_differ: settingsDiffer(folder.settings, floor.settings),
-      phases: folders.flatMap((run, i) => [
-        phaseFigures(`folder ${i + 1}`, run),
-        phaseFigures(`floor ${i + 1}`, floors[i]!),
-      ]),
-      folder_statements_per_claim: statementsPerClaim(folder.statements),
+      // Every kind of cluster is started alike; this names any setting that is not.
+      settings_differ: Object.fromEntries(
+        measured.map((kind) => [kind, settingsDiffer(firstOf(kind)!.settings, floor.settings)]),
+      ),
+      // In the order they ran: each one's load average at its start, PSI stalls, CPU.
+      phases: runs.phases,
+      // Everything each ran, per claim, by first keyword (from the server's log), first round.
+      ...Object.fromEntries(
+        measured.map((kind) => [
+          `${kind}_statements_per_claim`,
+          statementsPerClaim(firstOf(kind)!.statements),
+        ]),
+      ),
       floor_statements_per_claim: statementsPerClaim(floor.statements),
-      folder_pass_cpu_seconds: folders.map((run) => run.cpu),
-      floor_cpu_seconds: floors.map((run) => run.cpu),
-      folder_step_wall_ms_per_claim: folder.stepMillis,
+      cpu_seconds_by_process: Object.fromEntries(
+        [...measured, 'floor' as const].map((kind) => [kind, runs[kind].map((run: PhaseRun) => run.cpu)]),
+      ),
+      ...(runs.folder[0] ? { folder_step_wall_ms_per_claim: runs.folder[0].stepMillis } : {}),
     }),
   );
 }
 
-const located = locateControlPlane();
-if ('missing' in located) {
-  // As the control-plane tests: not run where there is none, failed where it is required.
-  if (process.env.HOTLOAD_REQUIRE_CONTROL_PLANE === '1') throw new Error(located.missing);
-  console.log(JSON.stringify({ bench: 'controller-1000', result: 'not-run', reason: located.missing }));
-  process.exit(0);
-}
-const work = await mkdtemp(join(tmpdir(), 'controller-bench-'));
-if (process.env.FLOOR_ONLY === '1') {
-  // For iterating on the folder mode: its pass and the floor only, no control plane.
-  try {
-    await folderAgainstFloor(work);
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
-  process.exit(0);
-}
-try {
-  const run = await controllerRun(work);
-  const folder = await folderRun(work);
-  const floor = await floorRun(writesByClaim(folder.statements));
-  const floorSeconds = floor.seconds;
+/** What only the controller phase shows: readiness, memory, API requests, the no-op resync, where its time went. */
+function printController(runs: readonly ControllerRun[], folder: FolderRun | undefined): void {
+  const run = runs[0]!;
   const byVerb = countBy(run.requests, (entry) => entry.verb);
   const workerMillis = run.seconds * 1000 * WORKERS;
   console.log(
@@ -823,16 +878,15 @@ try {
       namespaces: Math.min(NAMESPACES, CLAIMS),
       workers: WORKERS,
       create_concurrency: CREATE_CONCURRENCY,
-      seconds_to_all_created: round(run.createdSeconds, 3),
-      seconds_to_all_ready: round(run.seconds, 3),
-      claims_per_second: round(CLAIMS / run.seconds, 1),
+      seconds_to_all_created: runs.map((r) => round(r.createdSeconds, 3)),
+      seconds_to_all_ready: runs.map((r) => round(r.seconds, 3)),
+      claims_per_second: round(CLAIMS / meanSeconds(runs), 1),
       rss_mb_before_first_claim: round(run.rssAtStart / MB, 1),
       rss_mb_after_ready: round(run.memory.rss / MB, 1),
-      rss_mb_max: round(run.rssMax / MB, 1),
+      rss_mb_max: round(Math.max(...runs.map((r) => r.rssMax)) / MB, 1),
       heap_used_mb_after_ready: round(run.memory.heapUsed / MB, 1),
       external_mb_after_ready: round(run.memory.external / MB, 1),
-      folder_pass_seconds: round(folder.seconds, 3),
-      ratio_vs_folder_pass: round(run.seconds / folder.seconds),
+      ...(folder ? { folder_pass_seconds: round(folder.seconds, 3) } : {}),
     }),
   );
   console.log(
@@ -851,7 +905,7 @@ try {
       // Until all Ready and settled; the no-op resync's reconciles are counted apart.
       reconciles_per_claim: round(run.firstPassReconciles / CLAIMS),
       noop_resync_reconciles_per_claim: round((run.reconciles - run.firstPassReconciles) / CLAIMS),
-      failed_reconciles: run.failedReconciles,
+      failed_reconciles: sum(runs.map((r) => r.failedReconciles)),
       ...(run.firstError ? { first_error: run.firstError } : {}),
     }),
   );
@@ -865,35 +919,7 @@ try {
       api_requests_total: run.noop.requests.length,
       api_requests_by_verb: countBy(run.noop.requests, (entry) => entry.verb),
       api_writes: run.noop.requests.filter((entry) => !['get', 'list', 'watch'].includes(entry.verb)).length,
-    }),
-  );
-  console.log(
-    JSON.stringify({
-      bench: 'controller-1000',
-      result: 'floor',
-      claims: CLAIMS,
-      workers: WORKERS,
-      // The folder pass's writing statements replayed alone, WORKERS at a time, on a fresh cluster.
-      floor_seconds: round(floorSeconds, 3),
-      controller_seconds: round(run.seconds, 3),
-      folder_pass_seconds: round(folder.seconds, 3),
-      controller_ratio_to_floor: round(run.seconds / floorSeconds),
-      folder_ratio_to_floor: round(folder.seconds / floorSeconds),
-      goal: 1.5,
-      // Each phase's load average at its start and CPU/IO stall seconds: minutes apart on a
-      // shared machine, a ratio moved by the machine shows here.
-      phases: [
-        { phase: 'controller', seconds: round(run.seconds, 3), ...run.conditions },
-        phaseFigures('folder', folder),
-        phaseFigures('floor', floor),
-      ],
-      // Everything the folder pass ran, per claim, by first keyword (from the server's log).
-      folder_statements_per_claim: statementsPerClaim(folder.statements),
-      folder_step_wall_ms_per_claim: folder.stepMillis,
-      // The controller's, until all Ready and settled; then those of the no-op resync.
-      controller_statements_per_claim: statementsPerClaim(run.statements),
-      controller_noop_resync_statements_per_claim: statementsPerClaim(run.noopStatements),
-      floor_statements_per_claim: statementsPerClaim(floor.statements),
+      statements_per_claim: statementsPerClaim(run.noopStatements),
     }),
   );
   console.log(
@@ -901,7 +927,7 @@ try {
       bench: 'controller-1000',
       result: 'time-breakdown',
       claims: CLAIMS,
-      // Worker-seconds: WORKERS × seconds to all Ready, and how much of it went where.
+      // Worker-seconds: WORKERS × seconds to all Ready, and how much of it went where (first round).
       worker_seconds: round(workerMillis / 1000),
       reconcile_core_worker_seconds: round(run.reconcileMillis / 1000),
       of_which_secret_api_worker_seconds: round(run.secretMillis / 1000),
@@ -910,11 +936,30 @@ try {
       reconcile_core_calls: run.reconcileCalls,
       secret_api_calls: run.secretCalls,
       server_side_seconds_by_verb: serverSeconds(run.requests),
-      cpu_seconds: { bench_process: round(run.benchCpuSeconds), ...run.servers },
-      folder_pass_cpu_seconds: folder.cpu,
       note: '2 cores shared with other work: noisy',
     }),
   );
+}
+
+const located = locateControlPlane();
+const floorOnly = process.env.FLOOR_ONLY === '1';
+if (!floorOnly && 'missing' in located) {
+  // As the control-plane tests: not run where there is none, failed where it is required.
+  if (process.env.HOTLOAD_REQUIRE_CONTROL_PLANE === '1') throw new Error(located.missing);
+  console.log(JSON.stringify({ bench: 'controller-1000', result: 'not-run', reason: located.missing }));
+  process.exit(0);
+}
+// FLOOR_ONLY: for iterating on the folder mode, its pass and the floor only, no control plane.
+const measured: MeasuredKind[] = floorOnly
+  ? ['folder']
+  : process.env.FOLDER === '0'
+    ? ['controller']
+    : ['controller', 'folder'];
+const work = await mkdtemp(join(tmpdir(), 'controller-bench-'));
+try {
+  const runs = await roundsAgainstFloor(work, measured);
+  printFloor(runs, measured);
+  if (runs.controller.length > 0) printController(runs.controller, runs.folder[0]);
 } finally {
   await rm(work, { recursive: true, force: true });
 }

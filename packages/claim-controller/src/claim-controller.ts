@@ -251,30 +251,46 @@ export class ClaimController extends EventEmitter {
     }
     const claim = parsed.claim;
     const own = stateFromStatus(resource, key, claim.secretName);
+    // The finalizer must be on the claim before anything is changed. A reconciler that
+    // waits for it at its first change gets it written beside its connect, lock and reads
+    // (one API round trip off a new claim's path); any other has it written first.
+    const finalizing = this.#finalizerAdded(ref, resource);
+    const waits = this.#options.reconciler.awaitsBeforeFirstChange === true;
+    if (!waits && !(await finalizing)) return this.#done({ key, outcome: 'gone' });
+    const beforeFirstChange = async () => {
+      if (!(await finalizing)) throw new Error(`claim ${key} is gone or being deleted; nothing was changed`);
+    };
     // Nothing published yet: the Secret cache's "absent" is believed (no 404 GET for a new
     // claim). Not when finalizing: a Secret missed there would be left behind.
-    const { ports, store } = this.#ports(claim, ref, own, own === undefined || ownsNothing(own));
-    // The freshest copy of the claim: the status write starts from it without a GET.
-    const latest = hasFinalizer(resource)
-      ? resource
-      : await addFinalizer(this.#options.clients, ref, resource);
-    if (!latest) return this.#done({ key, outcome: 'gone' });
+    const { ports, store } = this.#ports(
+      claim,
+      ref,
+      own,
+      own === undefined || ownsNothing(own),
+      beforeFirstChange,
+    );
     const result = await this.#options.reconciler.reconcile(claim, ports);
+    // The freshest copy of the claim (the status write starts from it without a GET); a
+    // failed finalizer write fails the reconcile here, as it did before it.
+    const latest = await finalizing;
+    if (!latest) return this.#done({ key, outcome: 'gone' });
     const recorded = store.recorded;
     const state = recorded?.kind === 'written' ? recorded.status : own;
     const published = (state?.activeUser ?? null) !== null;
     const record = recordOf(ref.uid, state, allowsDataDeletion(resource));
-    // The record is a ConfigMap of its own (claim-records.ts): written beside the status,
-    // not after it, so a claim costs one round trip less. A failed record write fails the
-    // reconcile (retried with backoff) once both are done; it does not hold the status back.
+    const { outcome, error } = result;
+    const event = eventFor(outcome.result, outcome.actions, error?.message);
+    // The record is a ConfigMap of its own (claim-records.ts) and the Event is best effort
+    // (it never fails a reconcile, and tells what the reconcile did in the database, which
+    // stands whether or not the status write lands): all three are written at once, not one
+    // after the other: the Event adds no round trip to a claim. A failed status or record
+    // write fails the reconcile (retried with backoff) once all are done.
     const written = await Promise.allSettled([
       this.#writeStatus(ref, recorded ? statusFields(state) : {}, { result, generation, published }, latest),
       record && this.#records?.put(key, record),
+      event && this.#event(ref, event),
     ]);
     for (const write of written) if (write.status === 'rejected') throw write.reason;
-    const { outcome, error } = result;
-    const event = eventFor(outcome.result, outcome.actions, error?.message);
-    if (event) await this.#event(ref, event);
     this.#report({ key, outcome: outcome.result, error: error?.message });
     if (error?.kind === 'retryable') return { kind: 'failed' };
     return { kind: 'done', requeueAfterMillis: error ? undefined : result.requeueAfterMillis };
@@ -361,12 +377,25 @@ export class ClaimController extends EventEmitter {
     return this.#done({ key, outcome: 'finalized' });
   }
 
+  /**
+   * The claim with the finalizer on it (written when missing; started now, awaited by the
+   * caller), or undefined when it is gone or being deleted.
+   */
+  #finalizerAdded(ref: ClaimRef, resource: ClaimResource): Promise<ClaimResource | undefined> {
+    if (hasFinalizer(resource)) return Promise.resolve(resource);
+    const adding = addFinalizer(this.#options.clients, ref, resource);
+    // Awaited later (after the reconcile): not an unhandled rejection meanwhile.
+    adding.catch(() => {});
+    return adding;
+  }
+
   /** The cluster side of one claim's reconcile: its Secret, and every claim's recorded state. */
   #ports(
     claim: ClaimIdentity,
     owner: ClaimRef,
     own: ClaimStatus | undefined,
     newClaim = false,
+    beforeFirstChange?: () => Promise<void>,
   ): { ports: ClaimPorts; store: KubeStatusStore } {
     // The claim's own state as the caller read it (fresh, or from its record); every other
     // claim's as the informer last saw it.
@@ -392,6 +421,7 @@ export class ClaimController extends EventEmitter {
           const parsed = claimFromResource(other);
           return parsed.claim ? [parsed.claim] : [];
         }),
+      ...(beforeFirstChange ? { beforeFirstChange } : {}),
     };
     return { ports, store };
   }

@@ -9,7 +9,7 @@ import {
   type ClaimStatus,
   type DatabaseClaim,
   formatProblem,
-  parseClaims,
+  parseClaimObject,
 } from 'hotload-claim-reconciler';
 import { type ResourceDescription, resourceKey } from './resource-informer.js';
 
@@ -132,8 +132,8 @@ export function claimFromResource(
     metadata: { name: resource.metadata.name, namespace: resource.metadata.namespace },
     spec: resource.spec ?? {},
   };
-  // JSON is YAML: the folder mode's parser reads the object unchanged.
-  const { claims, problems } = parseClaims(JSON.stringify(document), where);
+  // The folder mode's rules, on the object as decoded from the API (no text round trip).
+  const { claims, problems } = parseClaimObject(document, where);
   const errors = problems.filter((problem) => problem.severity === 'error');
   const claim = claims[0];
   if (errors.length > 0 || !claim) return { error: errors.map(formatProblem).join('; ') || 'invalid claim' };

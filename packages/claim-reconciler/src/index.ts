@@ -33,6 +33,7 @@ export {
   type DatabaseClaim,
   type DeletionPolicy,
   type LoadedClaims,
+  parseClaimObject,
   parseClaims,
   USER_NAME_MAX_BYTES,
 } from './core/claim-schema.js';

@@ -78,4 +78,12 @@ export interface ClaimPorts {
    * names a seed's DSN with a file instead).
    */
   sourceDsn?(namespace: string, name: string): Promise<string | undefined>;
+  /**
+   * What must be in place before the reconcile changes anything, though not before it
+   * reads: awaited once, at the first state-changing step (the first step announced), by a reconciler whose {@link ClaimReconcilePort.awaitsBeforeFirstChange}
+   * is true. The controller's finalizer is written meanwhile, beside the reconcile's
+   * connect, lock and reads. A rejection aborts the claim before that step, as a throwing
+   * step hook does.
+   */
+  beforeFirstChange?(): Promise<void>;
 }

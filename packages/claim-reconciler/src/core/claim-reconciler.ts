@@ -24,7 +24,7 @@ import type { ReconcilerMetrics } from './metrics.js';
 import type { ClaimIdentity, ClaimReconcilePort, FinalizeOptions } from './reconcile-port.js';
 import { type ReconcileError, terminal } from './reconcile-result.js';
 import type { ReconcilerConfig } from './reconciler-config.js';
-import type { StepHook } from './steps.js';
+import { afterFirst, type StepHook } from './steps.js';
 import { UsageIndex } from './usage-index.js';
 import { sameUsers, type UsersWanted, userConflictMessage, usersOwner } from './user-conflicts.js';
 
@@ -79,6 +79,9 @@ export class ClaimReconciler implements ClaimReconcilePort {
     this.#options = options;
     this.#connections = new MasterConnections(options.maxConnectionsPerInstance ?? 4);
   }
+
+  /** {@inheritDoc ClaimReconcilePort.awaitsBeforeFirstChange} */
+  readonly awaitsBeforeFirstChange = true;
 
   /** {@inheritDoc ClaimReconcilePort.publisherId} */
   get publisherId(): string | undefined {
@@ -205,7 +208,8 @@ export class ClaimReconciler implements ClaimReconcilePort {
       connections: this.#connections,
       usage,
       ports,
-      onStep,
+      // Every change waits for what the driver needs in place first (ClaimPorts.beforeFirstChange).
+      onStep: ports.beforeFirstChange ? afterFirst(async () => ports.beforeFirstChange?.(), onStep) : onStep,
       metrics,
       migration,
       now: now?.() ?? new Date(),

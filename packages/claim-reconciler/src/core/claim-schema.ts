@@ -231,6 +231,19 @@ export function parseClaims(text: string, file: string): LoadedClaims {
   return { claims, problems };
 }
 
+/**
+ * Validates one DatabaseClaim given as an already decoded object (a Kubernetes API object's
+ * `apiVersion`, `kind`, `metadata` and `spec`) by the same rules as each document of
+ * {@link parseClaims}, without writing it out as text and parsing that again: the
+ * controller validates a claim on every reconcile, and the YAML round trip was most of it.
+ * `file` names the claim in its problems.
+ */
+export function parseClaimObject(value: unknown, file: string): LoadedClaims {
+  const problems: Problem[] = [];
+  const claim = parseClaimDocument(value, file, '', problems);
+  return { claims: claim ? [claim] : [], problems };
+}
+
 /** Two claims with the same name, or writing the same secret, are both refused. */
 export function rejectDuplicates(claims: readonly DatabaseClaim[], problems: Problem[]): LoadedClaims {
   const counts = new Map<string, number>();

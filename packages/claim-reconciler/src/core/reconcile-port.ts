@@ -27,6 +27,12 @@ export interface FinalizeOptions {
 export interface ClaimReconcilePort {
   /** Who publishes ({@link ClaimPorts.publisherId}); absent when nothing is recorded. */
   readonly publisherId: string | undefined;
+  /**
+   * True when {@link ClaimReconcilePort.reconcile} awaits {@link ClaimPorts.beforeFirstChange}
+   * before its first state-changing step: a driver may then start what must precede any
+   * change beside the reconcile. Absent or false: the driver finishes it first.
+   */
+  readonly awaitsBeforeFirstChange?: boolean;
   /** Brings the claim's database, users and Secret to what the claim asks for. */
   reconcile(claim: DatabaseClaim, ports: ClaimPorts): Promise<ClaimReconcile>;
   /**

@@ -21,6 +21,20 @@ export interface Step {
 // biome-ignore lint/suspicious/noConfusingVoidType: plain (async) functions returning nothing must stay valid hooks
 export type StepHook = (step: Step) => void | 'skip' | Promise<void | 'skip'>;
 
+/**
+ * `hook`, with `first` awaited before the first step (and by every step until it
+ * resolved): a hook that holds every change back until `first` is in place. A rejection of
+ * `first` aborts each step as a throwing hook does.
+ */
+export function afterFirst(first: () => Promise<void>, hook: StepHook | undefined): StepHook {
+  let ready: Promise<void> | undefined;
+  return async (step) => {
+    ready ??= first();
+    await ready;
+    return hook?.(step);
+  };
+}
+
 /** Announces `step` to `hook`; resolves whether to perform it (false: a dry run skips it). */
 export async function performStep(hook: StepHook | undefined, step: Step): Promise<boolean> {
   return (await hook?.(step)) !== 'skip';
