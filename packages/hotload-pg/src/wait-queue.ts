@@ -1,5 +1,6 @@
 import type pg from 'pg';
-import type { CheckoutCallback, Generation } from './generation.js';
+import type { Generation } from './generation.js';
+import type { CheckoutCallback } from './generation-checkout.js';
 import type { Waiter } from './waiter.js';
 
 /** The release function a checkout callback receives. */
@@ -67,18 +68,15 @@ export class WaitQueue {
 
   /**
    * Hands waiting checkouts to `generation` while it has room, first come first served.
-   * The waiter goes along as the checkout's context: a failed connect may queue it again
+   * The generation's answer comes back to {@link WaitQueue.settle} through the pool's
+   * hooks (one function for every waiter); a failed connect may queue the waiter again
    * (see `ConnectFailureRequeue`), its timer running.
    */
   serve(generation: Generation): void {
     while (this.#waiters.length > 0 && generation.hasCapacity()) {
       const waiter = this.shift()!;
       try {
-        generation.checkout(
-          (err, client, release) => this.settle(waiter, err, client, release),
-          false,
-          waiter,
-        );
+        generation.checkoutFor(waiter);
       } catch (error) {
         // pg-pool throws out of connect() when its Client cannot be built (an option pg's
         // Client refuses, such as pg 8.23's `sslnegotiation: 'direct'` without TLS). pg.Pool
