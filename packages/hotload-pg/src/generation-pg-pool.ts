@@ -27,6 +27,7 @@
  * has them and hands out `_releaseOnce`'s function (see {@link assertPgPoolInternals}),
  * and refuses to start with an error naming them if not.
  */
+import type { EventEmitter } from 'node:events';
 import pg from 'pg';
 import { forceCloseState } from './force-close.js';
 
@@ -78,6 +79,9 @@ let internalsChecked = false;
 
 const noop = (): void => {};
 
+/** pg-pool's events of every checkout (see {@link GenerationPgPool.emit}). */
+const CHECKOUT_EVENTS: ReadonlySet<string | symbol> = new Set(['acquire', 'release']);
+
 /**
  * Throws unless pg-pool (the application's copy, through its pg) has the members
  * {@link GenerationPgPool} relies on: `_release`, and `_releaseOnce`, called by
@@ -104,6 +108,8 @@ export class GenerationPgPool extends pg.Pool {
   readonly #observer: ReleaseObserver;
   /** pg-pool's `_pulseQueue` bound once, for the next tick (pg-pool's `connect` makes a closure each time). */
   readonly #pulseQueue: () => void;
+  /** True once anything listens to `acquire` or `release` (see {@link emit}). */
+  #checkoutEventsHeard = false;
 
   constructor(config: pg.PoolConfig, observer: ReleaseObserver) {
     assertPgPoolInternals();
@@ -111,6 +117,24 @@ export class GenerationPgPool extends pg.Pool {
     this.#observer = observer;
     const internals = this as unknown as PgPoolInternals;
     this.#pulseQueue = () => internals._pulseQueue();
+    // Every way of adding a listener emits `newListener` first. Never unset: a listener
+    // removed later only costs an emit nobody hears, as it would anyway.
+    (this as EventEmitter).on('newListener', (event: string | symbol) => {
+      if (CHECKOUT_EVENTS.has(event)) this.#checkoutEventsHeard = true;
+    });
+  }
+
+  /**
+   * EventEmitter's `emit`, except that `acquire` and `release`, which pg-pool emits at
+   * every checkout, return false at once while nothing listens to them (what `emit` returns
+   * then too): the hotload pool listens to them only once a program does (see
+   * generation-set.ts). Node's shared `emit` reads each emitter's listeners through
+   * megamorphic inline caches in a process with hotload's many emitter shapes, about 250
+   * instructions per event (issue 29.1); this check reads one field of this class.
+   */
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
+    if (!this.#checkoutEventsHeard && (event === 'acquire' || event === 'release')) return false;
+    return super.emit(event, ...args);
   }
 
   /**
