@@ -64,6 +64,20 @@
  * next, plain alone moves by about 1 % (pg-query 52,919 → 52,426) and so does hotload, so
  * a ratio repeats to about ±2 %, the size of the goal's margin.
  *
+ * After the last trims of hotload-pg (issue 29.1: a checkout is one object pg-pool answers,
+ * waiters answered through one hook, `acquire`/`release` emitted only when heard, the wait
+ * queue a denque), `INSTR_ONLY=pg-query,pg-waiters,pg-checkout node --import tsx
+ * bench/instructions.bench.ts`, two invocations on each side, 3 runs × 4 windows (this
+ * child imports hotload-pg from its built dist, rebuilt from each side's sources).
+ * Before: pg-query 53,064 / 53,499 (1.008, 1.006–1.016), pg-waiters 51,929 / 53,525 (1.031,
+ * 1.021–1.033), pg-checkout 11,463 / 12,190 (1.063, 1.036–1.107);
+ * again: pg-query 53,057 / 53,910 (1.016, 1.005–1.023), pg-waiters 51,861 / 53,532 (1.032,
+ * 1.028–1.034), pg-checkout 11,814 / 12,560 (1.063, 1.039–1.072).
+ * After: pg-query 52,979 / 52,941 (0.999, 0.998–1.001), pg-waiters 51,869 / 52,086 (1.004,
+ * 0.997–1.008), pg-checkout 11,462 / 11,237 (0.980, 0.952–1.030);
+ * again: pg-query 52,939 / 52,797 (0.997, 0.983–1.004), pg-waiters 51,864 / 52,062 (1.004,
+ * 0.994–1.007), pg-checkout 11,389 / 11,187 (0.982, 0.929–1.046).
+ *
  * Needs valgrind (`apt-get install valgrind`; it brings callgrind_control); without it,
  * prints a `not-run` line and exits 0. INSTR_ONLY=<workload,...> runs a subset;
  * INSTR_PROFILE=<dir> keeps the callgrind files there for callgrind_annotate. JIT-compiled

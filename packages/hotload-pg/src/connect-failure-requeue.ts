@@ -1,6 +1,7 @@
 import { backoffDelay, type GenerationManager, isCredentialFailure } from 'hotload-core';
 import type pg from 'pg';
-import type { CheckoutCallback, Generation } from './generation.js';
+import type { Generation } from './generation.js';
+import type { CheckoutCallback } from './generation-checkout.js';
 import type { WaitQueue } from './wait-queue.js';
 import type { Waiter } from './waiter.js';
 
@@ -47,15 +48,10 @@ export class ConnectFailureRequeue {
 
   /**
    * Takes a failed checkout over (true: queued again, or answered already), or leaves it
-   * to fail with `err` (false). `queuedBefore` is the waiter it was served from, if it
-   * came from the queue.
+   * to fail with `err` (false). `request` is the waiter it was served from, if it came
+   * from the queue, else the caller's callback.
    */
-  takeOver(
-    generation: Generation,
-    err: Error,
-    callback: CheckoutCallback,
-    queuedBefore: Waiter | undefined,
-  ): boolean {
+  takeOver(generation: Generation, err: Error, request: CheckoutCallback | Waiter): boolean {
     const { queue } = this.owner;
     if (this.owner.ending()) return false;
     const lifecycle = this.owner.lifecycle();
@@ -63,10 +59,10 @@ export class ConnectFailureRequeue {
     if (serving && (!this.owner.followsSource || !isCredentialFailure(err))) return false;
     // A connecting checkout whose time ran out during this connect fails with its error, as
     // pg.Pool's connect would (its timer is pg-pool's, see Waiter.connecting).
-    if (queuedBefore?.state === 'expired') return false;
+    if (typeof request !== 'function' && request.state === 'expired') return false;
     // A checkout that went straight to the generation gets its clock now: its own connect
     // was bounded by connectionTimeoutMillis already (no time is read on that hot path).
-    const waiter = queuedBefore ?? queue.create(callback);
+    const waiter = typeof request === 'function' ? queue.create(request) : request;
     if (serving) {
       if (!this.#awaitingCredentials.has(waiter)) {
         this.#awaitingCredentials.add(waiter);

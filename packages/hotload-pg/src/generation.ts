@@ -1,15 +1,9 @@
 import type pg from 'pg';
 import { ForceClosedError } from './errors.js';
 import { forceCloseClient, isForceClosed } from './force-close.js';
+import { type CheckoutAnswerer, type CheckoutCallback, GenerationCheckout } from './generation-checkout.js';
 import { GenerationPgPool, type PgRelease, type ReleaseObserver } from './generation-pg-pool.js';
 import { clientsOf } from './pg-pool-lists.js';
-
-/** Callback of a checkout: pg.Pool's `connect` callback shape. */
-export type CheckoutCallback = (
-  err: Error | undefined,
-  client: pg.PoolClient | undefined,
-  release: (err?: Error | boolean) => void,
-) => void;
 
 const noop = (): void => {};
 
@@ -29,10 +23,21 @@ export interface GenerationHooks {
   onClosed(generation: Generation): void;
   /**
    * A checkout failed to open a new connection. Returning true takes the request over
-   * (the pool queues it again); false lets it fail with `err`. `context` is what the
-   * caller gave {@link Generation.checkout} with the request.
+   * (the pool queues it again); false lets it fail with `err`. `request` is the caller's
+   * callback given to {@link Generation.checkout}, or the waiter given to
+   * {@link Generation.checkoutFor}.
    */
-  onConnectFailed(generation: Generation, err: Error, callback: CheckoutCallback, context: unknown): boolean;
+  onConnectFailed(generation: Generation, err: Error, request: CheckoutCallback | object): boolean;
+  /**
+   * Answers a checkout asked by {@link Generation.checkoutFor} for `waiter` (one function
+   * for all of them: no closure per waiter).
+   */
+  answerWaiter(
+    waiter: object,
+    err: Error | undefined,
+    client: pg.PoolClient | undefined,
+    release: (err?: Error | boolean) => void,
+  ): void;
   /**
    * A client of the generation failed: a checkout's connect, a release with an error
    * (`pool.query` releases with the query's error) or an idle client's socket.
@@ -52,9 +57,9 @@ export interface GenerationHooks {
  * lets requests queue inside it), which clients are checked out (so a drain can
  * force-close them) and its close/drain logic.
  */
-export class Generation implements ReleaseObserver {
+export class Generation implements ReleaseObserver, CheckoutAnswerer {
   /** The generation's own pool; queries run on its clients. */
-  readonly pool: pg.Pool;
+  readonly pool: GenerationPgPool;
   /**
    * pg-pool's `max`, read live as pg-pool reads it (a program may change
    * `pool.options.max`): never more checkouts than this are asked of {@link pool}.
@@ -189,26 +194,34 @@ export class Generation implements ReleaseObserver {
   drained = false;
 
   /**
-   * Checks a client out of this generation; the caller must have checked
+   * Checks a client out of this generation for `callback`; the caller must have checked
    * {@link hasCapacity}. With `direct`, a failed connect goes straight to `callback`
    * (verify wants the error); otherwise the pool may take the request over.
    */
-  checkout(callback: CheckoutCallback, direct = false, context?: unknown): void {
+  checkout(callback: CheckoutCallback, direct = false): void {
+    this.#ask(new GenerationCheckout(this, callback, undefined, direct));
+  }
+
+  /**
+   * Checks a client out of this generation for one of the pool's waiters, answered through
+   * the hooks' `answerWaiter`; the caller must have checked {@link hasCapacity}. A failed
+   * connect may be taken over (`onConnectFailed` gets the waiter).
+   */
+  checkoutFor(waiter: object): void {
+    this.#ask(new GenerationCheckout(this, undefined, waiter, false));
+  }
+
+  #ask(checkout: GenerationCheckout): void {
     this.outstanding++;
     this.#unanswered++;
-    let answered = false;
     try {
-      this.pool.connect((err, client, pgRelease) => {
-        answered = true;
-        this.#answered();
-        this.#answer(callback, direct, context, err, client, pgRelease);
-      });
+      this.pool.checkout(checkout);
     } catch (error) {
-      // pg-pool throws out of connect() when its Client cannot be built (an invalid
+      // pg-pool throws out of its connect when its Client cannot be built (an invalid
       // connection string): the caller gets the throw, as from pg.Pool, and nothing is
       // owed. (A client class that answers at once may make the caller's own callback
       // throw through here: that checkout was settled already.)
-      if (!answered) {
+      if (!checkout.answered) {
         this.outstanding--;
         this.#answered();
       }
@@ -221,34 +234,51 @@ export class Generation implements ReleaseObserver {
     if (--this.#unanswered === 0) this.#allAnswered?.();
   }
 
-  /** pg-pool answered a checkout: hand the client over, or report the failed connect. */
-  #answer(
-    callback: CheckoutCallback,
-    direct: boolean,
-    context: unknown,
+  /**
+   * pg-pool answered `checkout` (see {@link GenerationCheckout}): hand the client over, or
+   * report the failed connect.
+   */
+  answer(
+    checkout: GenerationCheckout,
     err: Error | undefined,
     client: pg.PoolClient | undefined,
-    pgRelease: PgRelease,
+    pgRelease: PgRelease | undefined,
   ): void {
+    this.#answered();
     if (err !== undefined || client === undefined) {
       const error = err ?? new Error('hotload-pg: checkout returned no client');
       this.outstanding--;
+      const { direct } = checkout;
       if (!direct) this.hooks.onError?.(this, error);
-      if (direct || !this.hooks.onConnectFailed(this, error, callback, context)) {
-        callback(error, undefined, noop);
+      if (direct || !this.hooks.onConnectFailed(this, error, checkout.requester ?? checkout.waiter!)) {
+        this.#reply(checkout, error, undefined, noop);
       }
       this.hooks.onCheckin(this);
       return;
     }
-    // pg-pool has set `client.release` to `pgRelease` already (see generation-pg-pool.ts).
-    (client as TrackedClient)[pgReleaseOf] = pgRelease;
+    // pg-pool hands a client with its release function, and has set `client.release` to it
+    // already (see generation-pg-pool.ts).
+    const release = pgRelease as PgRelease;
+    (client as TrackedClient)[pgReleaseOf] = release;
     if (this.#forceClosedError !== undefined) {
       // Connected after this generation's drain timeout ran out: refuse it at once.
-      pgRelease(true);
-      callback(this.#forceClosedError, undefined, noop);
+      release(true);
+      this.#reply(checkout, this.#forceClosedError, undefined, noop);
       return;
     }
-    callback(undefined, client, pgRelease);
+    this.#reply(checkout, undefined, client, release);
+  }
+
+  /** Answers whoever asked for `checkout`: the caller's callback, or the pool for its waiter. */
+  #reply(
+    checkout: GenerationCheckout,
+    err: Error | undefined,
+    client: pg.PoolClient | undefined,
+    release: PgRelease,
+  ): void {
+    const { requester } = checkout;
+    if (requester !== undefined) requester(err, client, release);
+    else this.hooks.answerWaiter(checkout.waiter!, err, client, release);
   }
 
   /**

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { CheckoutCallback } from './generation.js';
+import type { CheckoutCallback } from './generation-checkout.js';
 import type { PgPoolMembers } from './pg-pool-members.js';
 import { type NodeCallback, promisify } from './promisify.js';
 

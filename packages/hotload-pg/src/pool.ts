@@ -10,7 +10,8 @@ import {
 import pg from 'pg';
 import { ConnectFailureRequeue } from './connect-failure-requeue.js';
 import { LIFECYCLE_EVENTS, type PgPoolEvent, type PgPoolListener, type PoolEvents } from './events.js';
-import type { CheckoutCallback, Generation, GenerationHooks } from './generation.js';
+import type { Generation, GenerationHooks } from './generation.js';
+import type { CheckoutCallback } from './generation-checkout.js';
 import { GenerationSet } from './generation-set.js';
 import { copyPoolConfig, type PoolConfig } from './options.js';
 import { PgOptionsSource, STATIC_SOURCE_NAME } from './pg-options-source.js';
@@ -348,8 +349,11 @@ export class Pool extends pg.Pool {
     },
     onClosed: (generation) => this.#generations.delete(generation),
     // A failed connect: queued again if a newer generation, or the new secret's, can serve it.
-    onConnectFailed: (generation, err, callback, context) =>
-      this.#requeue.takeOver(generation, err, callback, context as Waiter | undefined),
+    onConnectFailed: (generation, err, request) =>
+      this.#requeue.takeOver(generation, err, request as CheckoutCallback | Waiter),
+    // A checkout a generation served for a waiter of the queue (see WaitQueue.serve).
+    answerWaiter: (waiter, err, client, release) =>
+      this.#waiting.settle(waiter as Waiter, err, client, release),
     // A refused login re-reads the source; with a host list, a failover signal re-selects.
     onError: (generation, err) => this.#manager.reportError(generation, err),
     // The connection budget across a switch: the generations still draining count too.

@@ -1,5 +1,7 @@
+import Denque from 'denque';
 import type pg from 'pg';
-import type { CheckoutCallback, Generation } from './generation.js';
+import type { Generation } from './generation.js';
+import type { CheckoutCallback } from './generation-checkout.js';
 import type { Waiter } from './waiter.js';
 
 /** The release function a checkout callback receives. */
@@ -19,7 +21,12 @@ const noop = (): void => {};
  * answered exactly once, by {@link WaitQueue.settle}: served, failed or timed out.
  */
 export class WaitQueue {
-  readonly #waiters: Waiter[] = [];
+  /**
+   * A double-ended queue (denque, as Redis', MongoDB's and MySQL's clients use): taking
+   * the first waiter is O(1), where an array's `shift()` moves every waiter behind it
+   * (with 12 waiting, about 250 instructions a served waiter; issue 29.1).
+   */
+  readonly #waiters = new Denque<Waiter>();
 
   /** @param timeoutMillis pg's `connectionTimeoutMillis` (0 or undefined: no limit) */
   constructor(private readonly timeoutMillis: number | undefined) {}
@@ -28,9 +35,9 @@ export class WaitQueue {
     return this.#waiters.length;
   }
 
-  /** The waiters in order (for pg-pool's `_pendingQueue` view). */
+  /** The waiters in order, a copy (for pg-pool's `_pendingQueue` view). */
   get waiters(): readonly Waiter[] {
-    return this.#waiters;
+    return this.#waiters.toArray();
   }
 
   /** A new waiter for `callback`, its `connectionTimeoutMillis` clock started; not queued yet. */
@@ -67,18 +74,15 @@ export class WaitQueue {
 
   /**
    * Hands waiting checkouts to `generation` while it has room, first come first served.
-   * The waiter goes along as the checkout's context: a failed connect may queue it again
+   * The generation's answer comes back to {@link WaitQueue.settle} through the pool's
+   * hooks (one function for every waiter); a failed connect may queue the waiter again
    * (see `ConnectFailureRequeue`), its timer running.
    */
   serve(generation: Generation): void {
     while (this.#waiters.length > 0 && generation.hasCapacity()) {
       const waiter = this.shift()!;
       try {
-        generation.checkout(
-          (err, client, release) => this.settle(waiter, err, client, release),
-          false,
-          waiter,
-        );
+        generation.checkoutFor(waiter);
       } catch (error) {
         // pg-pool throws out of connect() when its Client cannot be built (an option pg's
         // Client refuses, such as pg 8.23's `sslnegotiation: 'direct'` without TLS). pg.Pool
@@ -119,14 +123,27 @@ export class WaitQueue {
     const wasQueued = waiter.state === 'queued';
     waiter.state = 'settled';
     clearTimeout(waiter.timer);
-    if (wasQueued) this.#waiters.splice(this.#waiters.indexOf(waiter), 1);
+    if (wasQueued) this.#remove(waiter);
     if (arity === 1) (waiter.callback as (err: Error | undefined) => void)(err);
     else waiter.callback(err, client, release);
   }
 
+  /** Takes a queued waiter out of the queue, wherever it is (it timed out or failed). */
+  #remove(waiter: Waiter): void {
+    const waiters = this.#waiters;
+    for (let index = 0; index < waiters.length; index++) {
+      if (waiters.peekAt(index) === waiter) {
+        waiters.removeOne(index);
+        return;
+      }
+    }
+  }
+
   /** Fails every queued waiter with `error`, on the next tick (as pg-pool does). */
   failAll(error: Error): void {
-    for (const waiter of this.#waiters.splice(0)) {
+    const waiting = this.#waiters.toArray();
+    this.#waiters.clear();
+    for (const waiter of waiting) {
       waiter.state = 'held';
       process.nextTick(() => this.settle(waiter, error));
     }

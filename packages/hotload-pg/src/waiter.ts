@@ -1,4 +1,4 @@
-import type { CheckoutCallback } from './generation.js';
+import type { CheckoutCallback } from './generation-checkout.js';
 
 /**
  * Where a {@link Waiter} is, one state at a time:
