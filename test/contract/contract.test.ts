@@ -12,6 +12,7 @@ import {
   FaultProxy,
   newPassword,
   nextEvent,
+  nextSwitchDrained,
   RereadHookSource,
   SecretDirectory,
   type ServerAddress,
@@ -76,14 +77,9 @@ describe('contract: every driver follows the source', () => {
         for (const step of ['switch', 'rotate', 'switch'] as const) {
           const previous = active.user;
           const user = step === 'switch' ? other(previous) : previous;
-          const switched = nextEvent<{ fromGeneration: number; toGeneration: number }>(s.events, 'switch');
+          const drained = nextSwitchDrained<{ fromGeneration: number }>(s.events);
           await publish(0, user);
-          const { fromGeneration } = await switched;
-          await nextEvent<{ generation: number }>(
-            s.events,
-            'drained',
-            (e) => e.generation === fromGeneration,
-          );
+          await drained;
           await load.moreSucceeded(30);
           expect(await sessionUser(s)).toBe(user);
           if (previous !== user) expect(await sessionsOfAfterExit(clusters[0]!, previous)).toBe(0);

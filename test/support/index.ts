@@ -64,6 +64,7 @@ export {
   type EventSource,
   type NextEventOptions,
   nextEvent,
+  nextSwitchDrained,
   untilHolds,
 } from './next-event.js';
 export { locatePostgresBinaries, type PostgresBinaries, unprivilegedUser } from './postgres-binaries.js';

@@ -73,3 +73,38 @@ export async function untilHolds(
     throw new Error(`${what}: ${(error as Error).message}`);
   }
 }
+
+/**
+ * The next `switch` of `emitter` and the drain of the generation it retired: resolves with
+ * the switch's payload once that generation reported `drained`. Call it BEFORE the write
+ * that causes the switch: both events are heard from then on. Waiting for `drained` only
+ * once the switch was seen can miss it, because a switch and even its drain may come
+ * before the write returns (the source reads the folder at the `..data` swap, and the
+ * writer still has files to tidy up after it).
+ */
+export async function nextSwitchDrained<T extends { fromGeneration?: number }>(
+  emitter: EventSource<T>,
+  options: NextEventOptions = {},
+): Promise<T> {
+  const drained = new Set<number>();
+  const onDrained = (event: { generation: number }): void => void drained.add(event.generation);
+  (emitter.on as (event: string, listener: typeof onDrained) => unknown).call(emitter, 'drained', onDrained);
+  try {
+    const switched = await nextEvent<T>(emitter, 'switch', () => true, options);
+    const retired = switched.fromGeneration;
+    if (retired !== undefined && !drained.has(retired))
+      await nextEvent<{ generation: number }>(
+        emitter as unknown as EventSource<{ generation: number }>,
+        'drained',
+        (event) => event.generation === retired,
+        options,
+      );
+    return switched;
+  } finally {
+    (emitter.removeListener as unknown as (event: string, listener: typeof onDrained) => unknown).call(
+      emitter,
+      'drained',
+      onDrained,
+    );
+  }
+}

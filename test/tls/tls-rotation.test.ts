@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DRIVERS, type Subject } from '../contract/subjects.js';
 import {
   createTestCa,
-  nextEvent,
+  nextSwitchDrained,
   type PostgresCluster,
   startCluster,
   type TestCa,
@@ -85,19 +85,14 @@ describe.each(DRIVERS)('TLS rotation under load through $name', (driver) => {
 
   /** Writes cert-manager's Secret and waits until the switch it causes has drained; returns when the write began. */
   async function rotate(ca: string, client: TestCertificate): Promise<Date> {
-    const switched = nextEvent<{ fromGeneration?: number }>(subject!.events, 'switch');
+    const drained = nextSwitchDrained<{ fromGeneration?: number }>(subject!.events);
     const writtenAt = new Date();
     await writeSecretAtomically(tlsDir, {
       'ca.crt': ca,
       'tls.crt': client.certPem,
       'tls.key': client.keyPem,
     });
-    const { fromGeneration } = await switched;
-    await nextEvent<{ generation: number }>(
-      subject!.events,
-      'drained',
-      (e) => e.generation === fromGeneration,
-    );
+    await drained;
     return writtenAt;
   }
 

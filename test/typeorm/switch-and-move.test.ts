@@ -8,6 +8,7 @@ import { hotloadTypeOrmOptions } from 'hotload-pg';
 import {
   type AppUser,
   newPassword,
+  nextSwitchDrained,
   type PostgresCluster,
   sessionsOf,
   sessionsOfAfterExit,
@@ -111,10 +112,9 @@ describe('TypeORM on hotload-pg across switches', () => {
       await load.moreSucceeded(50);
       // The database moved with its users: same credentials on the second server.
       await setPassword(second, active, passwords[active]);
-      const switched = nextPoolEvent(pool, 'switch');
+      const drained = nextSwitchDrained<{ fromGeneration?: number }>(pool);
       await secret.write(second, active, passwords[active]);
-      const { fromGeneration } = await switched;
-      await nextPoolEvent(pool, 'drained', (event) => event.generation === fromGeneration);
+      await drained;
       await load.moreSucceeded(50);
       expect(await sessionsOfAfterExit(first, active)).toBe(0);
       expect(await sessionsOf(second, active)).toBeGreaterThan(0);

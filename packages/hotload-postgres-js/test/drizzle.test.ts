@@ -8,7 +8,13 @@
 import { integer, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 import { drizzle } from 'drizzle-orm/postgres-js';
 import { createHotloadSql } from 'hotload-postgres-js';
-import { newPassword, nextEvent, setPassword, useAppDatabases, WorkerLoad } from 'hotload-test-support';
+import {
+  newPassword,
+  nextSwitchDrained,
+  setPassword,
+  useAppDatabases,
+  WorkerLoad,
+} from 'hotload-test-support';
 import { describe, expect, it } from 'vitest';
 
 const notes = pgTable('drizzle_notes', {
@@ -35,11 +41,10 @@ describe('Drizzle (postgres.js driver) on hotload-postgres-js', () => {
       await load.moreSucceeded(20);
       const password = newPassword();
       await setPassword(clusters[0]!, 'app_b', password);
-      const switched = nextEvent<{ user: string; fromGeneration: number }>(sql.hotload, 'switch');
+      const drained = nextSwitchDrained<{ user: string; fromGeneration: number }>(sql.hotload);
       await secret.write(clusters[0]!, 'app_b', password);
-      const { user, fromGeneration } = await switched;
+      const { user } = await drained;
       expect(user).toBe('app_b');
-      await nextEvent<{ generation: number }>(sql.hotload, 'drained', (e) => e.generation === fromGeneration);
       await load.moreSucceeded(20);
       const [row] = await db.select().from(notes).limit(1);
       // Drizzle's string mode: postgres.js must hand the timestamp through as text, as before the switch.
