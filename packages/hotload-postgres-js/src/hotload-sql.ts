@@ -3,7 +3,6 @@ import type postgres from 'postgres';
 import { followStateOf } from './follow-state.js';
 import {
   FollowingRunners,
-  followQuery,
   type NextGeneration,
   type ReportFailure,
   retryRefusedLogin,
@@ -72,11 +71,9 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
   const next: NextGeneration = (generation, error) => manager.awaitCredentialChange(generation, error);
   const report: ReportFailure = (generation, error) => manager.reportError(generation, error);
   // A query reports its own failure (see followQuery): one wrapper less on every query.
+  // Every query the serving instance hands out (the tagged template's and its methods')
+  // is followed from when it runs, through the one dispatcher per instance.
   const runners = new FollowingRunners(next, report);
-  const query = <T>(generation: PostgresGeneration, value: T): T => {
-    followQuery(value, generation, next, report);
-    return value;
-  };
   const calledAgain = (generation: PostgresGeneration, property: string | symbol, args: unknown[]) => {
     // A callback that ran (a transaction's body) makes a later failure the user's, not a login's.
     let started = false;
@@ -135,7 +132,8 @@ function followingSql(manager: HotloadSql['hotload']): HotloadSql {
         if (CALLED_AGAIN.has(property))
           return (...args: unknown[]) => calledAgain(generation, property, args);
         if (!RETURNS_QUERY.has(property)) return value.bind(generation.sql);
-        return (...args: unknown[]) => query(generation, Reflect.apply(value, generation.sql, args));
+        return (...args: unknown[]) =>
+          runThrough(Reflect.apply(value, generation.sql, args), generation, runners);
       },
       // An assignment changes nothing that reads see (reads are the serving instance's), as before.
       set: () => true,
