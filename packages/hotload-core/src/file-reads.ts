@@ -106,25 +106,10 @@ export function fileReadsForType(type: number): FileReads {
 }
 
 /**
- * The reads for files in `folder` under `mode`: for `auto`, by the file system the folder
- * is on (one `statfs`, Linux only; anything else, or a folder that cannot be looked at
- * yet, is read `async`). Resolves with whether the answer may be kept: not when the
- * folder could not be looked at.
+ * The reads for files in each folder under a {@link FileReadMode}: for `auto`, by the file
+ * system the folder is on (one `statfs` per folder, Linux only). Anything else, and a folder
+ * that cannot be looked at yet (asked again next time), is read `async`.
  */
-export async function fileReadsFor(
-  folder: string,
-  mode: FileReadMode = 'auto',
-): Promise<{ reads: FileReads; settled: boolean }> {
-  if (mode === 'sync') return { reads: SYNC_FILE_READS, settled: true };
-  if (mode === 'async' || process.platform !== 'linux') return { reads: ASYNC_FILE_READS, settled: true };
-  try {
-    return { reads: fileReadsForType((await fsp.statfs(folder)).type), settled: true };
-  } catch {
-    return { reads: ASYNC_FILE_READS, settled: false };
-  }
-}
-
-/** {@link fileReadsFor}, asked once per folder (again while a folder could not be looked at). */
 export class FolderFileReads {
   readonly #mode: FileReadMode;
   readonly #known = new Map<string, FileReads>();
@@ -135,10 +120,16 @@ export class FolderFileReads {
 
   /** The reads for files in `folder`. */
   async for(folder: string): Promise<FileReads> {
+    if (this.#mode === 'sync') return SYNC_FILE_READS;
+    if (this.#mode === 'async' || process.platform !== 'linux') return ASYNC_FILE_READS;
     const known = this.#known.get(folder);
     if (known) return known;
-    const { reads, settled } = await fileReadsFor(folder, this.#mode);
-    if (settled) this.#known.set(folder, reads);
-    return reads;
+    try {
+      const reads = fileReadsForType((await fsp.statfs(folder)).type);
+      this.#known.set(folder, reads);
+      return reads;
+    } catch {
+      return ASYNC_FILE_READS;
+    }
   }
 }

@@ -6,13 +6,7 @@
 import { mkdir, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  ASYNC_FILE_READS,
-  FolderFileReads,
-  fileReadsFor,
-  fileReadsForType,
-  SYNC_FILE_READS,
-} from '../src/file-reads.js';
+import { ASYNC_FILE_READS, FolderFileReads, fileReadsForType, SYNC_FILE_READS } from '../src/file-reads.js';
 import {
   DsnFileSource,
   type FileReadMode,
@@ -113,9 +107,9 @@ describe('auto: by the folder file system', () => {
 
   it.runIf(process.platform === 'linux')('a folder is read as its file system says', async () => {
     const { type } = await statfs(dir);
-    expect((await fileReadsFor(dir)).reads).toBe(fileReadsForType(type));
-    expect((await fileReadsFor(dir, 'async')).reads).toBe(ASYNC_FILE_READS);
-    expect((await fileReadsFor(dir, 'sync')).reads).toBe(SYNC_FILE_READS);
+    expect(await new FolderFileReads('auto').for(dir)).toBe(fileReadsForType(type));
+    expect(await new FolderFileReads('async').for(dir)).toBe(ASYNC_FILE_READS);
+    expect(await new FolderFileReads('sync').for(dir)).toBe(SYNC_FILE_READS);
   });
 
   it.runIf(process.platform === 'linux')(
